@@ -11,8 +11,9 @@ import {
 } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
-import { type Caller, callerOf, type Kernel, kernelAs, principalOfCaller, reachesAgent, refusalOf } from '../kernel/index.ts';
+import { type Caller, callerOf, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, reachesAgent, refusalOf, type SendOptions } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
+import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
 export class LoomA2aUser implements User {
@@ -93,6 +94,47 @@ function boundedId(id: string): string {
  */
 export function taskThread(contextId: string): string {
   return `a2a:${boundedId(contextId)}`;
+}
+
+/** What the A2A server asks of the kernel as a task's creator, in the task's conversation (see {@link kernelOfTask}). */
+export interface TaskKernel {
+  /** Sends the task's message to `agent`, its turn streamed. */
+  stream(agent: string, text: string, options: Pick<SendOptions, 'signal' | 'door' | 'idempotencyKey'>): AsyncIterable<LoomEvent>;
+  /** The turn the task's message with `key` started (see `Kernel.keyedTurn`). */
+  keyedTurn(agent: string, key: string): Promise<KeyedTurn | undefined>;
+  /** Cancels the turn running in the task's conversation, as its client canceled the task. */
+  cancelTurn(agent: string): Promise<unknown>;
+}
+
+/**
+ * The kernel as `caller`, in the conversation of the A2A context `contextId` (see
+ * {@link taskThread}): a key's principal through the kernel's caller-scoped face (whose rights
+ * and conversations are its own), an agent as the kernel's caller.
+ */
+export function kernelOfTask(kernel: Kernel, caller: Caller, contextId: string): TaskKernel {
+  const thread = taskThread(contextId);
+  if (caller.kind === 'user') {
+    const face = kernelAs(kernel, principalOfCaller(caller));
+    return {
+      stream: (agent, text, options) => face.stream(agent, text, { thread, ...options }),
+      keyedTurn: (agent, key) => face.keyedTurn(agent, key, { thread }),
+      cancelTurn: (agent) => face.cancelTurn(agent, { thread }),
+    };
+  }
+  return {
+    stream: (agent, text, options) => kernel.stream(agent, text, { caller, conversation: thread, ...options }),
+    keyedTurn: (agent, key) => kernel.keyedTurn(agent, key, { caller, conversation: thread }),
+    cancelTurn: (agent) => kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread }),
+  };
+}
+
+/** The status message of a task whose turn waits for a human's approval of a tool call. */
+export function approvalMessage(taskId: string, contextId: string, event: Extract<LoomEvent, { type: 'approval-request' }>): Message {
+  return agentMessage(
+    taskId,
+    contextId,
+    `The tool ${event.toolName} is waiting for a human's approval (approval ${event.approvalId}, until ${event.expiresAt}).`,
+  );
 }
 
 /**
@@ -295,13 +337,12 @@ export class LoomAgentExecutor implements AgentExecutor {
       status(TaskState.TASK_STATE_WORKING);
       const text = inputTextOf(request.userMessage);
       let reply = '';
-      const thread = taskThread(contextId);
       // Its key: after a restart the task finds the turn, resumed or ended (task-recovery.ts).
-      const sent = { signal: run.controller.signal, door: 'a2a', idempotencyKey: taskTurnKey(taskId, request.userMessage.messageId) } as const;
-      const events =
-        caller.kind === 'user'
-          ? kernelAs(this.#kernel, principalOfCaller(caller)).stream(this.#agent, text, { thread, ...sent })
-          : this.#kernel.stream(this.#agent, text, { caller, conversation: thread, ...sent });
+      const events = kernelOfTask(this.#kernel, caller, contextId).stream(this.#agent, text, {
+        signal: run.controller.signal,
+        door: 'a2a',
+        idempotencyKey: taskTurnKey(taskId, request.userMessage.messageId),
+      });
       for await (const event of events) {
         if (run.finished) break;
         switch (event.type) {
@@ -313,17 +354,9 @@ export class LoomAgentExecutor implements AgentExecutor {
             status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-call', tool: event.toolName } });
             break;
           case 'approval-request':
-            status(
-              TaskState.TASK_STATE_INPUT_REQUIRED,
-              agentMessage(
-                taskId,
-                contextId,
-                `The tool ${event.toolName} is waiting for a human's approval (approval ${event.approvalId}, until ${event.expiresAt}).`,
-              ),
-              {
-                loom: { event: 'approval-request', approvalId: event.approvalId, tool: event.toolName },
-              },
-            );
+            status(TaskState.TASK_STATE_INPUT_REQUIRED, approvalMessage(taskId, contextId, event), {
+              loom: { event: 'approval-request', approvalId: event.approvalId, tool: event.toolName },
+            });
             break;
           case 'tool-result':
             status(TaskState.TASK_STATE_WORKING, undefined, { loom: { event: 'tool-result', tool: event.toolName, isError: event.isError } });

@@ -38,6 +38,8 @@ export class BoundedTaskStore implements TaskStore {
   readonly #max: number;
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
   readonly #cancelers = new Map<string, () => void>();
+  /** The last write of each task under way (see {@link update}): a task's writes run one after another. */
+  readonly #writes = new Map<string, Promise<unknown>>();
 
   constructor(options: BoundedTaskStoreOptions) {
     this.#repository = options.repository;
@@ -45,7 +47,38 @@ export class BoundedTaskStore implements TaskStore {
     this.#max = options.maxTasks ?? DEFAULT_MAX_TASKS;
   }
 
-  async save(task: Task, _context?: ServerCallContext): Promise<void> {
+  /** Saves the task, after the writes of it under way (see {@link update}). */
+  save(task: Task, _context?: ServerCallContext): Promise<void> {
+    return this.#inTurn(task.id, () => this.#save(task));
+  }
+
+  /**
+   * Changes the task as `change` says and saves it, unless it is unknown or has ended (a client's
+   * cancel, whichever binding made it); `change` returns false to leave it as it is. No other write
+   * of the task (a cancel the SDK saves) lands between the load and the save: a cancel made
+   * meanwhile is saved after, and wins. Resolves with the task saved, or undefined when none was.
+   */
+  update(taskId: string, change: (task: Task) => boolean): Promise<Task | undefined> {
+    return this.#inTurn(taskId, async () => {
+      const task = await this.load(taskId);
+      if (task === undefined || isTerminalState(task.status?.state) || !change(task)) return undefined;
+      await this.#save(task);
+      return task;
+    });
+  }
+
+  /** Runs `write` once the writes of the task before it have settled. */
+  #inTurn<T>(taskId: string, write: () => Promise<T>): Promise<T> {
+    const written = (this.#writes.get(taskId) ?? Promise.resolve()).then(write);
+    const settled = written.catch(() => undefined);
+    this.#writes.set(taskId, settled);
+    void settled.then(() => {
+      if (this.#writes.get(taskId) === settled) this.#writes.delete(taskId);
+    });
+    return written;
+  }
+
+  async #save(task: Task): Promise<void> {
     const existing = await this.#repository.get(task.id);
     if (existing === undefined) {
       let count = await this.#repository.count();

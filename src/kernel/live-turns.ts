@@ -281,7 +281,7 @@ export class LiveTurns {
     if (ended !== undefined && ended.agentId === agent.id && ended.conversation === conversation) return ended.follow(after);
     // The turn the client followed, while it is under way: queued behind another one too (turns
     // resumed after a restart wait for each other), not whichever of the session's runs now.
-    const own = after === undefined ? undefined : this.#bySession.get(sessionKey(agent.id, conversation))?.find((live) => live.turnId === after.turnId);
+    const own = after === undefined ? undefined : this.find(agent.id, conversation, after.turnId);
     const turn = own ?? this.current(agent.id, conversation);
     if (turn === undefined)
       throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
@@ -326,6 +326,11 @@ export class LiveTurns {
       }
     }
     return { running, queued };
+  }
+
+  /** The turn `turnId` on that session of the agent, while it is under way (running or queued). */
+  find(agentId: string, conversation: string | undefined, turnId: string): LiveTurn | undefined {
+    return this.#bySession.get(sessionKey(agentId, conversation))?.find((turn) => turn.turnId === turnId);
   }
 
   /** The turn on that session of the agent that runs now, else the first one waiting. */

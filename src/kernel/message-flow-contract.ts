@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { Capability, ToolAgent, TurnJournalRecord } from '../contracts/index.ts';
 import type { ModelTarget } from '../models/index.ts';
-import type { AgentEventSink, TurnResult } from '../runtime/index.ts';
+import type { AgentEvent, AgentEventSink, TurnResult } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { CallSpend } from './budget-ledger.ts';
@@ -106,6 +106,11 @@ export interface KeyedTurn {
    * @throws the error it ended with; `TURN_RUNNING` when it runs on another node.
    */
   result(): Promise<TurnResult>;
+  /**
+   * Its events so far (text joined), then the rest as they come, until it ends, while it runs on
+   * this node (a turn resumed here); nothing when it does not (it ended, or runs on another node).
+   */
+  follow(): AsyncIterable<AgentEvent>;
 }
 
 /** The message flow, and what the kernel tells it when agents stop. */

@@ -1,6 +1,6 @@
 import type { JsonObject, TurnJournalRecord } from '../contracts/index.ts';
 import { AgentStateError, TurnCancelledError, TurnNotRunningError } from '../errors/index.ts';
-import { type AgentEventSink, linkAbort, type TurnResult } from '../runtime/index.ts';
+import { type AgentEvent, type AgentEventSink, linkAbort, type TurnResult } from '../runtime/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withTurnSpan } from '../telemetry/spans.ts';
 import { admit, authorize, moduleFor } from './admission.ts';
@@ -186,7 +186,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // Its outcome as a retry with its key gets it, read again each time (it may have ended
       // elsewhere since): no audit record of its own (the turn has one).
       const result = async (): Promise<TurnResult> => intake.replay((await intake.earlier(agent, conversation, idempotencyKey)) ?? earlier, {}, undefined);
-      return { state: earlier.state, result };
+      return { state: earlier.state, result, follow: () => followLive(liveTurns.find(agent.id, conversation, earlier.id)) };
     },
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {
@@ -222,4 +222,10 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       if (reason === 'kill') histories.forget(agent.sessionId);
     },
   };
+}
+
+/** The events of `turn` (see `KeyedTurn.follow`): none without one. */
+async function* followLive(turn: LiveTurn | undefined): AsyncGenerator<AgentEvent> {
+  if (turn === undefined) return;
+  for await (const followed of turn.follow()) if ('event' in followed) yield followed.event;
 }

@@ -337,6 +337,46 @@ describe('push after a restart', () => {
     expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 
+  it('a task whose resumed turn asks for an approval is input-required until a human answers, then working and completed, as a live task is', async () => {
+    const careful = '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]';
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true });
+    await api.host.kernel.spawn(manifest(agentToml('careful', model.url, careful)));
+    // The first daemon's model call never answers; the resumed turn asks to write a file, then answers.
+    model.script([
+      { text: 'never said', gate: new Promise<never>(() => undefined) },
+      { toolCalls: [{ name: 'file_write', input: { path: 'a.txt', content: 'ok' } }] },
+      { text: 'written' },
+    ]);
+    const task = (await (
+      await clientOf(api, 'careful', 'JSONRPC', '1.0')
+    ).sendMessage(send('write a.txt', { url: receiver.url, token: 't', returnImmediately: true }))) as { id: string };
+    await waitFor('the first model call', () => model.requests.length >= 1);
+
+    next = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true, daemon: true });
+    const resumed = next;
+    const pending = await waitFor('the approval the resumed turn asks', async () => (await resumed.host.kernel.approvals.list())[0]);
+    const client = await clientOf(resumed, 'careful', 'JSONRPC', '1.0');
+    const waiting = await waitFor('the task to be input-required', async () => {
+      const read = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+      return read.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED ? read : undefined;
+    });
+    expect(JSON.stringify(waiting.status?.message)).toContain(`approval ${pending.id}`);
+    await waitFor('input-required at the webhook', () => reached('TASK_STATE_INPUT_REQUIRED')(receiver.received));
+
+    await resumed.host.kernel.approvals.decide(pending.id, { approved: true, by: 'owner', reason: null });
+    await waitFor('the completed task at the webhook', () => reached('TASK_STATE_COMPLETED')(receiver.received));
+    expect(states(receiver.received)).toEqual([
+      'TASK_STATE_SUBMITTED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_INPUT_REQUIRED',
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
+    const read = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.stringify(read.artifacts)).toContain('written');
+  });
+
   it('a task whose turn cannot be found (its agent type does not journal turns) is failed at the next start, and its webhook is told', async () => {
     hanging = await startHangingModelServer();
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
