@@ -40,7 +40,8 @@ export interface A2aServer {
   /**
    * Stops waiting for the turns of tasks a previous process left (running on another node): those
    * tasks stay as they are, for the next start. The daemon's stop; its running tasks end with the
-   * kernel's shutdown, as its turns do.
+   * kernel's shutdown, as its turns do, and a write of a task that fails from then on (the store
+   * closed) is dropped, as are push deliveries: the next start gives such a task its turn's end.
    */
   stopRecovery(): void;
   /** Aborts the running tasks (as their clients' cancels would), stops the recovery and push deliveries. */
@@ -68,7 +69,14 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const logger = options.logger.child({ component: 'a2a' });
   const listenPath = options.config.a2a.listen_path;
   const now = options.now ?? Date.now;
-  const store = new BoundedTaskStore({ repository: options.repository, now, ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }) });
+  // Aborted when the daemon stops (or the server closes): see stopRecovery.
+  const closing = new AbortController();
+  const store = new BoundedTaskStore({
+    repository: options.repository,
+    now,
+    stopping: closing.signal,
+    ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }),
+  });
   const push = options.push !== undefined && options.config.a2a.push_notifications ? options.push : undefined;
   const allowPrivateNetwork = options.config.a2a.push_allow_private_network;
   const access = new A2aAccess(options);
@@ -81,7 +89,6 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   // and a task whose turn cannot be found is failed, saying why (task-recovery.ts); a client
   // waiting on a webhook is told. While other nodes share the store, unfinished tasks may be
   // theirs, running: those are left alone.
-  const closing = new AbortController();
   const recovered = (options.othersAlive?.() ?? Promise.resolve(false))
     .then(async (othersAlive) => {
       if (!othersAlive) await recoverTasks({ kernel, store, notifier, logger, now, clock: options.clock, closing: closing.signal });
@@ -130,7 +137,10 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     publicRoutes,
     routes,
     store,
-    stopRecovery: () => closing.abort(),
+    stopRecovery: () => {
+      closing.abort();
+      notifier?.close();
+    },
     close: () => {
       closing.abort();
       agents.abortAll();

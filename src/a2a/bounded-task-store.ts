@@ -24,7 +24,12 @@ export interface BoundedTaskStoreOptions {
   repository: A2aTaskRepository;
   now: () => number;
   maxTasks?: number;
-  /** The agent a task belongs to, read from its metadata (`loomAgent`). */
+  /**
+   * Aborted when the daemon stops: a task's write that fails from then on (the store closes after
+   * the kernel's shutdown ended the turns, and the executor's last write of a task may come after)
+   * is dropped quietly. The next start gives such a task its turn's end (task-recovery.ts).
+   */
+  stopping?: AbortSignal | undefined;
 }
 
 /**
@@ -36,6 +41,7 @@ export class BoundedTaskStore implements TaskStore {
   readonly #repository: A2aTaskRepository;
   readonly #now: () => number;
   readonly #max: number;
+  readonly #stopping: AbortSignal | undefined;
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
   readonly #cancelers = new Map<string, () => void>();
   /** The last write of each task under way (see {@link update}): a task's writes run one after another. */
@@ -45,11 +51,16 @@ export class BoundedTaskStore implements TaskStore {
     this.#repository = options.repository;
     this.#now = options.now;
     this.#max = options.maxTasks ?? DEFAULT_MAX_TASKS;
+    this.#stopping = options.stopping;
   }
 
-  /** Saves the task, after the writes of it under way (see {@link update}). */
-  save(task: Task, _context?: ServerCallContext): Promise<void> {
-    return this.#inTurn(task.id, () => this.#save(task));
+  /** Saves the task, after the writes of it under way (see {@link update}); dropped when it fails while the daemon stops (see `stopping`). */
+  async save(task: Task, _context?: ServerCallContext): Promise<void> {
+    try {
+      await this.#inTurn(task.id, () => this.#save(task));
+    } catch (error) {
+      if (this.#stopping?.aborted !== true) throw error;
+    }
   }
 
   /**
@@ -140,9 +151,19 @@ export class BoundedTaskStore implements TaskStore {
     return found;
   }
 
-  /** The task, or undefined when it is unknown or the context's caller may not see it (`isTaskVisible`). */
+  /**
+   * The task, or undefined when it is unknown or the context's caller may not see it
+   * (`isTaskVisible`), or it cannot be read while the daemon stops (see `stopping`: the request
+   * that asks has lost its connection).
+   */
   async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
-    const record = await this.#repository.get(taskId);
+    let record: A2aTaskRecord | undefined;
+    try {
+      record = await this.#repository.get(taskId);
+    } catch (error) {
+      if (this.#stopping?.aborted === true) return undefined;
+      throw error;
+    }
     const task = record === undefined ? undefined : Task.fromJSON(record.task);
     return task !== undefined && isTaskVisible(task, callerOfContext(context)) ? task : undefined;
   }
