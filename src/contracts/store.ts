@@ -135,6 +135,12 @@ export interface UsageRecord {
   /** Of `inputTokens`, those written to the prompt cache; none when absent. */
   cacheWriteTokens?: number;
   costUsd: number;
+  /**
+   * The agents above the one that made the call, from the root down, each id followed by `/`
+   * (`<root id>/<parent id>/`); absent for an agent no agent spawned. Kept with the record after
+   * they are killed, so an ancestor's lifetime cap (`[capabilities].econ_spend`) still counts it.
+   */
+  lineage?: string;
 }
 
 /** Totals over a set of usage records. */
@@ -278,8 +284,12 @@ export interface MemoryRepository {
 /** Model usage, for quotas and cost reports. */
 export interface UsageRepository {
   record(usage: UsageRecord): Promise<void>;
-  /** Totals for records with `at >= since`; for one agent, or for all when `agentId` is omitted. */
-  totals(options: { since: number; agentId?: string }): Promise<UsageTotals>;
+  /**
+   * Totals for records with `at >= since`; for one agent, or for all when `agentId` is omitted.
+   * With `agentId`, `descendants` (the agent's own lineage followed by its id and `/`) counts the
+   * records of its descendants too, killed ones included: those whose `lineage` begins with it.
+   */
+  totals(options: { since: number; agentId?: string; descendants?: string }): Promise<UsageTotals>;
   /** Records with `at >= since` (all when omitted), oldest first. */
   list(options?: { since?: number; agentId?: string; limit?: number }): Promise<UsageRecord[]>;
   /**

@@ -3,6 +3,7 @@ import type { Manifest } from '../manifest/index.ts';
 import { aroundModelCalls, type ModelResolver, withCallTimeLimit } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
+import { lineageOf } from './lifetime-spend.ts';
 import type { PriorityGate } from './priority-gate.ts';
 
 /**
@@ -39,9 +40,24 @@ export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest,
   return withCallTimeLimit(resolver, { clock, timeoutMs: seconds * 1000, setting: '[chain_of_thought].network_timeout_seconds' });
 }
 
-/** The agent's lifetime spending cap as a budget, when it is granted `econ_spend` (the least grant, if several). */
-export function lifetimeBudgets(ledger: BudgetLedger, entry: Pick<AgentEntry, 'id' | 'name'>, granted: readonly Capability[]): Budget[] {
-  const caps = granted.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
-  if (caps.length === 0 || ledger.lifetime === undefined) return [];
-  return [ledger.lifetime.budget(entry.id, entry.name, Math.min(...caps))];
+/**
+ * The lifetime spending caps a call of `entry` draws from: its own and each of its ancestors'
+ * (`ancestors`, its parent first), where the agent is granted `econ_spend` (the least grant, if
+ * several). An ancestor's cap covers what every agent under it spends.
+ */
+export function lifetimeBudgets(
+  ledger: BudgetLedger,
+  entry: Pick<AgentEntry, 'id' | 'name'>,
+  ancestors: readonly Pick<AgentEntry, 'id' | 'name'>[],
+  granted: (agentId: string) => readonly Capability[],
+): Budget[] {
+  const { lifetime } = ledger;
+  if (lifetime === undefined) return [];
+  const line = [entry, ...ancestors];
+  return line.flatMap((agent, index) => {
+    const caps = granted(agent.id).flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+    if (caps.length === 0) return [];
+    const descendants = `${lineageOf(line.slice(index + 1)) ?? ''}${agent.id}/`;
+    return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name)];
+  });
 }

@@ -80,7 +80,7 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   });
   const histories = new SessionHistories(store, clock);
   const modelSlots = runtime?.maxConcurrentModelCalls === undefined ? undefined : new PriorityGate(runtime.maxConcurrentModelCalls);
-  const models = new ModelChoice({ clock, logger, capabilities, ledger, modelSlots });
+  const models = new ModelChoice({ clock, logger, capabilities, registry, ledger, modelSlots });
   const commits = new TurnCommits({ store, clock, ids, logger: flowLogger, registry, quotas, histories });
   const modelCalls = new AgentModelCalls({ registry, capabilities, runtime, clock, logger: flowLogger, models, commits });
   return {

@@ -5,19 +5,43 @@ import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
 
-/** One agent's spending since it was spawned, and what calls under way hold. */
+/** A cap in dollars: to the cent, or to a hundredth of a cent when it has more (not $0.04 for 0.035). */
+function dollars(usd: number): string {
+  return usd.toFixed(Math.abs(usd * 100 - Math.round(usd * 100)) < 1e-9 ? 2 : 4);
+}
+
+/** What one agent and its descendants have spent since it was spawned, and what their calls under way hold. */
 interface Account {
   spentUsd: number;
   reservedUsd: number;
 }
 
+/** An agent whose cap a call draws from: the caller or one of its ancestors. */
+export interface CapHolder {
+  id: string;
+  name: string;
+  /** Its own lineage, its id and `/`: where its descendants' usage records are found (see `UsageRecord.lineage`). */
+  descendants: string;
+}
+
 /**
- * Each agent's spending in USD over its whole life (every usage record it has), held to its
- * `[capabilities].econ_spend` as a hard cap: a model call whose estimated cost (its prompt and
- * `max_tokens` at the model's price) is more than what is left is refused before it is sent, so
- * the agent never spends past the cap by more than an estimate falls short. A model with no known
- * price costs nothing here, as in the usage log. Seeded from the usage log the first time an
- * agent calls, so a restart does not reset it.
+ * The `lineage` of an agent's usage records: `ancestors` (its parent first, as the registry gives
+ * them) from the root down, each id followed by `/`; undefined for an agent no agent spawned.
+ */
+export function lineageOf(ancestors: readonly { id: string }[]): string | undefined {
+  if (ancestors.length === 0) return undefined;
+  return ancestors.reduceRight((lineage, ancestor) => `${lineage}${ancestor.id}/`, '');
+}
+
+/**
+ * Each agent's spending in USD over its whole life, with the spending of every agent it spawned
+ * and they spawned in turn (every usage record of theirs, killed agents' included), held to its
+ * `[capabilities].econ_spend` as a hard cap: a model call of the agent or of a descendant whose
+ * estimated cost (its prompt and `max_tokens` at the model's price) is more than what is left is
+ * refused before it is sent, so the family never spends past the cap by more than an estimate
+ * falls short. A model with no known price costs nothing here, as in the usage log. Seeded from
+ * the usage log (the agent's records and those under its lineage) the first time a call draws
+ * from it, so a restart does not reset it.
  */
 export class LifetimeSpend {
   readonly #usage: UsageRepository;
@@ -27,34 +51,46 @@ export class LifetimeSpend {
     this.#usage = usage;
   }
 
-  /** The agent's lifetime cap as a budget of the ledger. */
-  budget(agentId: string, agentName: string, maxUsd: number): Budget {
-    return { reserve: (estimate) => this.#reserve(agentId, agentName, maxUsd, estimate) };
+  /** `holder`'s lifetime cap as a budget of the ledger, for a call of agent `caller` (the holder or a descendant). */
+  budget(holder: CapHolder, maxUsd: number, caller: string): Budget {
+    return { reserve: (estimate) => this.#reserve(holder, maxUsd, caller, estimate) };
   }
 
-  /** Forgets an agent (killed). */
+  /** Forgets an agent (killed): its ancestors' accounts keep what it spent. */
   forget(agentId: string): void {
     this.#accounts.delete(agentId);
   }
 
-  #reserve(agentId: string, agentName: string, maxUsd: number, estimate: CallSpend): Reservation | Promise<Reservation> {
-    const account = this.#accounts.get(agentId);
-    if (account !== undefined) return this.#hold(account, agentId, agentName, maxUsd, estimate);
-    return this.#usage.totals({ since: 0, agentId }).then((totals) => {
+  #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation | Promise<Reservation> {
+    const account = this.#accounts.get(holder.id);
+    if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate);
+    return this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then((totals) => {
       // Another call may have seeded it meanwhile: that one holds its reservation.
-      const seeded = this.#accounts.get(agentId) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
-      this.#accounts.set(agentId, seeded);
-      return this.#hold(seeded, agentId, agentName, maxUsd, estimate);
+      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
+      this.#accounts.set(holder.id, seeded);
+      return this.#hold(seeded, holder, maxUsd, caller, estimate);
     });
   }
 
-  #hold(account: Account, agentId: string, agentName: string, maxUsd: number, estimate: CallSpend): Reservation {
+  #hold(account: Account, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation {
     const committed = account.spentUsd + account.reservedUsd;
     const left = Math.max(0, maxUsd - committed);
     if (estimate.costUsd > left) {
+      const own = holder.name === caller;
+      const whose = own ? 'its manifest' : `the manifest of agent "${holder.name}", which agent "${caller}" descends from`;
       throw new QuotaExceededError(
-        `agent "${agentName}" may spend $${maxUsd.toFixed(2)} in its life and has spent $${account.spentUsd.toFixed(4)}${account.reservedUsd > 0 ? ` (with $${account.reservedUsd.toFixed(4)} held by calls under way)` : ''}; the next model call would cost about $${estimate.costUsd.toFixed(4)}; the cap is ${LIFETIME_SPEND_FIELD} in its manifest`,
-        { details: { agent: agentName, budget: LIFETIME_SPEND_FIELD, unit: 'USD', used: account.spentUsd, limit: maxUsd, estimate: estimate.costUsd } },
+        `agent "${holder.name}" may spend $${dollars(maxUsd)} in its life, with the agents it spawns, and has spent $${account.spentUsd.toFixed(4)}${account.reservedUsd > 0 ? ` (with $${account.reservedUsd.toFixed(4)} held by calls under way)` : ''}; the next model call${own ? '' : ` of agent "${caller}"`} would cost about $${estimate.costUsd.toFixed(4)}; the cap is ${LIFETIME_SPEND_FIELD} in ${whose}`,
+        {
+          details: {
+            agent: caller,
+            budget: LIFETIME_SPEND_FIELD,
+            ...(own ? {} : { capOf: holder.name }),
+            unit: 'USD',
+            used: account.spentUsd,
+            limit: maxUsd,
+            estimate: estimate.costUsd,
+          },
+        },
       );
     }
     account.reservedUsd += estimate.costUsd;
@@ -67,7 +103,7 @@ export class LifetimeSpend {
     };
     return {
       settle: (spent) => {
-        if (close() && this.#accounts.get(agentId) === account) account.spentUsd += spent.costUsd;
+        if (close() && this.#accounts.get(holder.id) === account) account.spentUsd += spent.costUsd;
       },
       release: () => {
         close();

@@ -7,6 +7,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import { lifetimeBudgets, slottedResolver, timeLimitedResolver } from './agent-call-limits.ts';
 import { type AgentRuntime, DEFAULT_CONTEXT_WINDOW_TOKENS } from './agent-runtime.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
+import type { AgentRegistry } from './agent-registry.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import type { PriorityGate } from './priority-gate.ts';
@@ -17,6 +18,8 @@ export interface ModelChoiceParts {
   /** The kernel's logger: a model slot's waits are logged under the agent. */
   logger: Logger;
   capabilities: Pick<CapabilityManager, 'granted'>;
+  /** Where an agent's ancestors are found: a call draws from their lifetime caps too. */
+  registry: Pick<AgentRegistry, 'ancestors'>;
   ledger: BudgetLedger;
   /** The daemon's model-call slots, handed out by agents' `priority`; none: no limit. */
   modelSlots?: PriorityGate | undefined;
@@ -117,7 +120,7 @@ export class ModelChoice {
       {
         budgets: [
           ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }),
-          ...lifetimeBudgets(ledger, entry, capabilities.granted(entry.id)),
+          ...lifetimeBudgets(ledger, entry, this.#parts.registry.ancestors(entry), (agentId) => capabilities.granted(agentId)),
           ...budgets,
         ],
         price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,

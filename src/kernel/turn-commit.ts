@@ -7,6 +7,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { isBudgetRefusal } from './budget-ledger.ts';
+import { lineageOf } from './lifetime-spend.ts';
 import { auditRecordOf } from './event-bus.ts';
 import type { OpenTurn } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
@@ -21,7 +22,8 @@ export interface TurnCommitParts {
   ids: IdGenerator;
   /** The message flow's logger: a turn's logger is its child. */
   logger: Logger;
-  registry: Pick<AgentRegistry, 'find'>;
+  /** Where a live agent and its ancestors are found (its usage records name them, see `UsageRecord.lineage`). */
+  registry: Pick<AgentRegistry, 'find' | 'ancestors'>;
   quotas: Pick<QuotaTracker, 'check'>;
   histories: Pick<SessionHistories, 'save'>;
 }
@@ -66,7 +68,8 @@ export class TurnCommits {
 
   /** Prices every model call of a turn, as usage records for the store. */
   price(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): UsageRecord[] {
-    const { clock } = this.#parts;
+    const { clock, registry } = this.#parts;
+    const lineage = lineageOf(registry.ancestors(entry));
     return calls.map((call) => {
       const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
       if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
@@ -79,6 +82,7 @@ export class TurnCommits {
         ...(call.cacheReadTokens === undefined ? {} : { cacheReadTokens: call.cacheReadTokens }),
         ...(call.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: call.cacheWriteTokens }),
         costUsd: cost.costUsd,
+        ...(lineage === undefined ? {} : { lineage }),
       };
     });
   }

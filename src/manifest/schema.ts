@@ -396,7 +396,7 @@ export const ManifestCapabilitiesSchema = z.strictObject({
     .nonnegative()
     .optional()
     .describe(
-      "A hard cap in USD on what its model calls may cost over its whole life: a call whose estimated cost is more than what is left is refused (none = no cap; a child without one gets its parent's). Kept with the hourly quotas; a model with no known price counts as free.",
+      "A hard cap in USD on what its model calls, and those of every agent it spawns and they spawn in turn (killed ones included), may cost over its whole life: a call of any of them whose estimated cost is more than what is left is refused (none = no cap; a child without one gets its parent's). Kept with the hourly quotas; a model with no known price counts as free.",
     ),
   econ_earn: unsupportedGrant(PAYMENTS),
   econ_transfer: unsupportedGrant(PAYMENTS),

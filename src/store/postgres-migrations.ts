@@ -428,6 +428,25 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE channel_messages ADD COLUMN claimed_by TEXT;
     `,
   },
+  {
+    version: 18,
+    name: 'usage: lineage',
+    sql: `
+      -- The agents above the one that made a call, root first, each id followed by '/' (null for an
+      -- agent no agent spawned): an ancestor's lifetime cap counts its descendants' spending, killed
+      -- ones included, by the prefix (decision 0040), compared byte by byte as on SQLite. The index
+      -- holds spawned agents' rows only.
+      ALTER TABLE usage ADD COLUMN lineage TEXT COLLATE "C";
+      CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
+      -- The rows of agents alive now get theirs; a killed agent's parent link is gone with it.
+      WITH RECURSIVE lineages (id, lineage) AS (
+        SELECT id, NULL::text COLLATE "C" FROM agents WHERE parent_id IS NULL
+        UNION ALL
+        SELECT agents.id, (coalesce(lineages.lineage, '') || lineages.id || '/') COLLATE "C" FROM agents JOIN lineages ON agents.parent_id = lineages.id
+      )
+      UPDATE usage SET lineage = lineages.lineage FROM lineages WHERE lineages.id = usage.agent_id AND lineages.lineage IS NOT NULL;
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -22,31 +22,31 @@ import { usageColumnArrays } from './postgres-usage-repository.ts';
 const APPEND_AT_REVISION: NamedStatement = {
   name: 'loom_append_turn',
   text: `WITH journal AS (
-      SELECT state, node_id FROM turn_journal WHERE id = $13 FOR UPDATE
+      SELECT state, node_id FROM turn_journal WHERE id = $14 FOR UPDATE
     ), bumped AS (
       UPDATE sessions SET updated_at = $1, revision = revision + 1
-      WHERE id = $2 AND revision = $3 AND ($13::text IS NULL OR EXISTS (SELECT FROM journal WHERE state = 'running' AND (node_id IS NULL OR node_id = $20)))
+      WHERE id = $2 AND revision = $3 AND ($14::text IS NULL OR EXISTS (SELECT FROM journal WHERE state = 'running' AND (node_id IS NULL OR node_id = $21)))
       RETURNING revision, (SELECT COALESCE(MAX(seq) + 1, 0) FROM session_messages WHERE session_id = $2) AS next
     ), added_messages AS (
       INSERT INTO session_messages (session_id, seq, message)
       SELECT $2, (bumped.next + item.ordinality - 1)::integer, item.message FROM bumped, unnest($4::text[]) WITH ORDINALITY AS item (message, ordinality)
     ), added_usage AS (
-      INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
-      SELECT item.* FROM bumped, unnest($5::text[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::double precision[]) AS item
+      INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage)
+      SELECT item.* FROM bumped, unnest($5::text[], $6::bigint[], $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::double precision[], $13::text[]) AS item
     ), dropped_steps AS (
-      DELETE FROM turn_steps WHERE turn_id = $13 AND EXISTS (SELECT FROM bumped)
+      DELETE FROM turn_steps WHERE turn_id = $14 AND EXISTS (SELECT FROM bumped)
     ), forgotten_turn AS (
-      DELETE FROM turn_journal WHERE id = $13 AND idempotency_key IS NULL AND EXISTS (SELECT FROM bumped)
+      DELETE FROM turn_journal WHERE id = $14 AND idempotency_key IS NULL AND EXISTS (SELECT FROM bumped)
     ), done_turn AS (
-      UPDATE turn_journal SET state = 'done', outcome = $14, finished_at = $1, node_id = NULL, lease_until = NULL WHERE id = $13 AND idempotency_key IS NOT NULL AND EXISTS (SELECT FROM bumped)
+      UPDATE turn_journal SET state = 'done', outcome = $15, finished_at = $1, node_id = NULL, lease_until = NULL WHERE id = $14 AND idempotency_key IS NOT NULL AND EXISTS (SELECT FROM bumped)
     ), added_events AS (
       INSERT INTO events (at, type, agent_id, data)
-      SELECT item.at, item.type, item.agent_id, item.data FROM bumped, unnest($15::bigint[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY AS item (at, type, agent_id, data, ordinality)
+      SELECT item.at, item.type, item.agent_id, item.data FROM bumped, unnest($16::bigint[], $17::text[], $18::text[], $19::text[]) WITH ORDINALITY AS item (at, type, agent_id, data, ordinality)
       ORDER BY item.ordinality
       RETURNING seq
     )
     SELECT bumped.revision,
-      (SELECT count(*) FROM (SELECT pg_notify('${EVENT_CHANNEL}', $19::text || ':' || added_events.seq::text) FROM added_events ORDER BY added_events.seq) AS announced) AS announced
+      (SELECT count(*) FROM (SELECT pg_notify('${EVENT_CHANNEL}', $20::text || ':' || added_events.seq::text) FROM added_events ORDER BY added_events.seq) AS announced) AS announced
     FROM bumped`,
 };
 

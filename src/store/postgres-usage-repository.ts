@@ -1,19 +1,19 @@
 import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import { type Parameter, type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
-import { checkLimit, parseRow, type Row } from './rows.ts';
+import { checkLimit, lineageRange, parseRow, type Row } from './rows.ts';
 import { usageBucketRow, usageRow, usageTotalsRow } from './table-rows.ts';
 
-const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd';
+const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage';
 // sum() of BIGINT is NUMERIC (read back as text): cast back, as no total comes near 2^63.
 const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
   coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens, coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
   coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
 
 /**
- * `records` as eight arrays, one per column, in the order `usage (agent_id, at, model,
- * input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)`: the values of
- * an `INSERT … SELECT FROM unnest(…)` (here and in a turn's commit).
+ * `records` as nine arrays, one per column, in the order `usage (agent_id, at, model,
+ * input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage)`: the
+ * values of an `INSERT … SELECT FROM unnest(…)` (here and in a turn's commit).
  */
 export function usageColumnArrays(records: readonly UsageRecord[]): Parameter[] {
   return [
@@ -25,6 +25,7 @@ export function usageColumnArrays(records: readonly UsageRecord[]): Parameter[] 
     records.map((record) => record.cacheReadTokens ?? 0),
     records.map((record) => record.cacheWriteTokens ?? 0),
     records.map((record) => record.costUsd),
+    records.map((record) => record.lineage ?? null),
   ];
 }
 
@@ -36,8 +37,8 @@ export async function recordUsage(db: Queryable, records: readonly UsageRecord[]
   if (records.length === 0) return;
   await query(
     db,
-    `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)
-     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::double precision[])`,
+    `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage)
+     SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::double precision[], $9::text[])`,
     usageColumnArrays(records),
   );
 }
@@ -59,17 +60,27 @@ export class PostgresUsageRepository implements UsageRepository {
     );
   }
 
-  totals(options: { since: number; agentId?: string }): Promise<UsageTotals> {
-    const { since, agentId } = options;
+  totals(options: { since: number; agentId?: string; descendants?: string }): Promise<UsageTotals> {
+    const { since, agentId, descendants } = options;
+    const action = agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"${descendants === undefined ? '' : ' and its descendants'}`;
     return this.#connection.execute(
       async (db) => {
-        const { rows } =
-          agentId === undefined
-            ? await query(db, `SELECT ${sums} FROM usage WHERE at >= $1`, [since])
-            : await query(db, `SELECT ${sums} FROM usage WHERE agent_id = $1 AND at >= $2`, [agentId, since]);
-        return parseRow(usageTotalsRow, rows[0] ?? {}, 'usage', []);
+        let result;
+        if (agentId === undefined) result = await query(db, `SELECT ${sums} FROM usage WHERE at >= $1`, [since]);
+        else if (descendants === undefined) result = await query(db, `SELECT ${sums} FROM usage WHERE agent_id = $1 AND at >= $2`, [agentId, since]);
+        else {
+          // The agent's rows, then its descendants' by their lineage's prefix (each from its own index).
+          const [from, to] = lineageRange(descendants, action);
+          result = await query(db, `SELECT ${sums} FROM usage WHERE at >= $2 AND (agent_id = $1 OR (lineage >= $3 AND lineage < $4))`, [
+            agentId,
+            since,
+            from,
+            to,
+          ]);
+        }
+        return parseRow(usageTotalsRow, result.rows[0] ?? {}, 'usage', []);
       },
-      () => ({ action: agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"` }),
+      () => ({ action }),
     );
   }
 

@@ -69,3 +69,14 @@ export function checkLimit(limit: number | undefined, action: string): number | 
 function quote(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
+
+/**
+ * The `lineage` values under `descendants` (an agent's lineage, its id and `/`) as a range both
+ * stores compare byte by byte and answer from an index: `[descendants, upper)`, where `upper` is
+ * `descendants` with its last `/` made `0`, the character after it.
+ * @throws {StoreError} when `descendants` does not end with `/`.
+ */
+export function lineageRange(descendants: string, action: string): [string, string] {
+  if (!descendants.endsWith('/')) throw new StoreError(`cannot ${action}: descendants must end with "/", got "${descendants}"`);
+  return [descendants, `${descendants.slice(0, -1)}0`];
+}

@@ -56,7 +56,7 @@ export class SqliteSessionRepository implements SessionRepository {
     this.#revision = db.prepare('SELECT revision FROM sessions WHERE id = ?');
     this.#delete = db.prepare('DELETE FROM sessions WHERE id = ?');
     this.#recordUsage = db.prepare(
-      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     this.#appendEvent = prepareEventInsert(db);
     this.#closeTurn = prepareTurnClose(db);
@@ -74,6 +74,7 @@ export class SqliteSessionRepository implements SessionRepository {
         record.cacheReadTokens ?? 0,
         record.cacheWriteTokens ?? 0,
         record.costUsd,
+        record.lineage ?? null,
       );
     }
     for (const event of options.events ?? []) appendEvent(this.#appendEvent, event);

@@ -2,11 +2,11 @@ import type { StatementSync } from 'node:sqlite';
 import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { parseRow } from './rows.ts';
+import { lineageRange, parseRow } from './rows.ts';
 import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
 import { usageBucketRow as bucketRow, usageRow, usageTotalsRow as totalsRow } from './table-rows.ts';
 
-const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd';
+const columns = 'rowid, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage';
 const sums = `coalesce(sum(input_tokens), 0) AS input_tokens, coalesce(sum(output_tokens), 0) AS output_tokens,
   coalesce(sum(cache_read_tokens), 0) AS cache_read_tokens, coalesce(sum(cache_write_tokens), 0) AS cache_write_tokens,
   coalesce(sum(cost_usd), 0.0) AS cost_usd, count(*) AS calls`;
@@ -17,6 +17,7 @@ export class SqliteUsageRepository implements UsageRepository {
   readonly #record: StatementSync;
   readonly #totals: StatementSync;
   readonly #totalsByAgent: StatementSync;
+  readonly #totalsByFamily: StatementSync;
   readonly #list: StatementSync;
   readonly #listByAgent: StatementSync;
   readonly #series: StatementSync;
@@ -26,11 +27,13 @@ export class SqliteUsageRepository implements UsageRepository {
     this.#connection = connection;
     const { db } = connection;
     this.#record = db.prepare(
-      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     );
     // One statement per filter rather than `? IS NULL OR …`, which keeps SQLite off the indexes.
     this.#totals = db.prepare(`SELECT ${sums} FROM usage WHERE at >= ?`);
     this.#totalsByAgent = db.prepare(`SELECT ${sums} FROM usage WHERE agent_id = ? AND at >= ?`);
+    // Each side of the OR from its own index: the agent's rows, then its descendants' by their lineage's prefix.
+    this.#totalsByFamily = db.prepare(`SELECT ${sums} FROM usage WHERE (agent_id = ? AND at >= ?) OR (lineage >= ? AND lineage < ? AND at >= ?)`);
     this.#list = db.prepare(`SELECT ${columns} FROM usage WHERE at >= ? ORDER BY at, rowid LIMIT ?`);
     this.#listByAgent = db.prepare(`SELECT ${columns} FROM usage WHERE agent_id = ? AND at >= ? ORDER BY at, rowid LIMIT ?`);
     // Integer division puts a record in the bucket its time falls in: since + n * step. Numbers are bound as REAL: the casts keep the division an integer one.
@@ -52,20 +55,25 @@ export class SqliteUsageRepository implements UsageRepository {
           usage.cacheReadTokens ?? 0,
           usage.cacheWriteTokens ?? 0,
           usage.costUsd,
+          usage.lineage ?? null,
         );
       },
       () => ({ action: `record usage of agent "${usage.agentId}"` }),
     );
   }
 
-  totals(options: { since: number; agentId?: string }): Promise<UsageTotals> {
-    const { since, agentId } = options;
+  totals(options: { since: number; agentId?: string; descendants?: string }): Promise<UsageTotals> {
+    const { since, agentId, descendants } = options;
+    const action = agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"${descendants === undefined ? '' : ' and its descendants'}`;
     return this.#connection.execute(
       () => {
-        const row = agentId === undefined ? this.#totals.get(since) : this.#totalsByAgent.get(agentId, since);
+        let row;
+        if (agentId === undefined) row = this.#totals.get(since);
+        else if (descendants === undefined) row = this.#totalsByAgent.get(agentId, since);
+        else row = this.#totalsByFamily.get(agentId, since, ...lineageRange(descendants, action), since);
         return parseRow(totalsRow, row ?? {}, 'usage', []);
       },
-      () => ({ action: agentId === undefined ? 'total usage' : `total usage of agent "${agentId}"` }),
+      () => ({ action }),
     );
   }
 

@@ -66,6 +66,7 @@ export const usageRow = z
     cache_read_tokens: z.number(),
     cache_write_tokens: z.number(),
     cost_usd: z.number(),
+    lineage: z.string().nullable(),
   })
   .transform((row): UsageRecord => ({
     agentId: row.agent_id,
@@ -75,6 +76,7 @@ export const usageRow = z
     outputTokens: row.output_tokens,
     ...cachedTokens(row),
     costUsd: row.cost_usd,
+    ...(row.lineage === null ? {} : { lineage: row.lineage }),
   }));
 
 /** Usage totals: sums over `usage` (`input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_write_tokens`, `cost_usd`, `calls`). */

@@ -62,7 +62,7 @@ describe('[capabilities].econ_spend', () => {
 
     const refusal = await refusalOf(host.kernel.send('spender', 'three'));
     expect(refusal).toBeInstanceOf(QuotaExceededError);
-    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.03 in its life and has spent $0.0300');
+    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.03 in its life, with the agents it spawns, and has spent $0.0300');
     expect((refusal as QuotaExceededError).details).toMatchObject({ budget: '[capabilities].econ_spend', limit: 0.03 });
     expect(server.requests).toHaveLength(2);
 
@@ -81,6 +81,83 @@ describe('[capabilities].econ_spend', () => {
     const refusal = await refusalOf(host.kernel.send('spender', 'one'));
     expect((refusal as QuotaExceededError).message).toContain('has spent $0.0000; the next model call would cost about $0.01');
     expect(server.requests).toHaveLength(0);
+  });
+
+  describe("covers what the agent's descendants spend", () => {
+    // A parent capped at $0.035 whose children may each spend as much: a child's call of $0.015
+    // (2,000 tokens in, 1,000 out) is estimated at about $0.0101 (its prompt and max_tokens = 1000).
+    const boss = (): string => `name = "boss"\n${model()}[capabilities]\nagent_spawn = true\necon_spend = 0.035\n`;
+    const kid = (name: string): string => `name = "${name}"\n${model()}[capabilities]\necon_spend = 0.035\n`;
+    const refusedByBoss = async (caller: string): Promise<void> => {
+      const refusal = await refusalOf(host.kernel.send(caller, 'more'));
+      expect(refusal).toBeInstanceOf(QuotaExceededError);
+      expect((refusal as QuotaExceededError).message).toContain(
+        `agent "boss" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300; the next model call of agent "${caller}" would cost about $0.01`,
+      );
+      expect((refusal as QuotaExceededError).message).toContain(
+        `the cap is [capabilities].econ_spend in the manifest of agent "boss", which agent "${caller}" descends from`,
+      );
+      expect((refusal as QuotaExceededError).details).toMatchObject({ agent: caller, budget: '[capabilities].econ_spend', capOf: 'boss', limit: 0.035 });
+    };
+
+    it("refuses a child's call that would take its parent's family past the parent's cap", async () => {
+      await host.kernel.spawn(manifest(boss()));
+      await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'boss' });
+      await host.kernel.spawn(manifest(kid('kid-b')), { parent: 'boss' });
+      server.script([reply, reply, reply]);
+      expect((await host.kernel.send('kid-a', 'one')).text).toBe('done');
+      expect((await host.kernel.send('kid-b', 'two')).text).toBe('done');
+
+      // kid-b has spent $0.015 of its own $0.035; the family has spent $0.03 of boss's.
+      await refusedByBoss('kid-b');
+      await refusedByBoss('kid-a');
+      const own = await refusalOf(host.kernel.send('boss', 'and you?'));
+      expect((own as QuotaExceededError).message).toContain('agent "boss" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300');
+      expect((own as QuotaExceededError).message).toContain('the cap is [capabilities].econ_spend in its manifest');
+      expect(server.requests).toHaveLength(2);
+    });
+
+    it('still counts a killed child, after another is spawned and after a restart', async () => {
+      await host.kernel.spawn(manifest(boss()));
+      await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'boss' });
+      server.script([reply, reply, reply]);
+      expect((await host.kernel.send('kid-a', 'one')).text).toBe('done');
+      expect((await host.kernel.send('kid-a', 'two')).text).toBe('done');
+      await host.kernel.kill('kid-a');
+
+      await host.kernel.spawn(manifest(kid('kid-b')), { parent: 'boss' });
+      await refusedByBoss('kid-b');
+      expect(server.requests).toHaveLength(2);
+
+      // The store file reopened: kid-a's agent row is gone, its usage still counts against boss.
+      await host.close();
+      host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+      await refusedByBoss('kid-b');
+      await host.kernel.kill('kid-b');
+      await host.kernel.spawn(manifest(kid('kid-c')), { parent: 'boss' });
+      await refusedByBoss('kid-c');
+      expect(server.requests).toHaveLength(2);
+    });
+
+    it('counts a grandchild against every capped ancestor above it', async () => {
+      await host.kernel.spawn(manifest(boss()));
+      await host.kernel.spawn(manifest(`name = "lead"\n${model()}[capabilities]\nagent_spawn = true\n`), { parent: 'boss' });
+      await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'lead' });
+      await host.kernel.spawn(manifest(kid('kid-b')), { parent: 'lead' });
+      server.script([reply, reply, reply]);
+      expect((await host.kernel.send('kid-a', 'one')).text).toBe('done');
+      expect((await host.kernel.send('kid-b', 'two')).text).toBe('done');
+
+      // lead inherited boss's $0.035 and names itself first; boss's cap refuses too once lead is gone.
+      const refusal = await refusalOf(host.kernel.send('kid-b', 'more'));
+      expect((refusal as QuotaExceededError).message).toContain('agent "lead" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300');
+      await host.close();
+      host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+      await host.kernel.kill('lead');
+      await host.kernel.spawn(manifest(kid('kid-c')), { parent: 'boss' });
+      await refusedByBoss('kid-c');
+      expect(server.requests).toHaveLength(2);
+    });
   });
 
   it("gives a child without a cap its parent's", async () => {
