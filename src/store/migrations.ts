@@ -523,6 +523,14 @@ export const migrations: readonly Migration[] = [
         WHERE agent_id IN (SELECT id FROM lineages WHERE lineage IS NOT NULL);
     `,
   },
+  {
+    version: 28,
+    name: 'turn journal: ended turns by when they ended',
+    // The keyed turns kept done for a day, found by when they ended, so that forgetting them reads only
+    // those past their day, a part at a time. A running turn is not in it: a turn's first writes add
+    // nothing; a keyed turn's close adds its entry.
+    sql: `CREATE INDEX turn_journal_done ON turn_journal (finished_at) WHERE state = 'done';`,
+  },
 ];
 
 /** The schema version of a database file, from `PRAGMA user_version`. */

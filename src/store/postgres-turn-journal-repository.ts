@@ -212,7 +212,7 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
 
   prune(before: number): Promise<number> {
     return this.#connection.execute(
-      async (db) => (await query(db, "DELETE FROM turn_journal WHERE state = 'done' AND received_at < $1 AND finished_at < $1", [before])).changed,
+      async (db) => (await query(db, "DELETE FROM turn_journal WHERE state = 'done' AND finished_at < $1", [before])).changed,
       () => ({ action: 'forget finished turns' }),
     );
   }

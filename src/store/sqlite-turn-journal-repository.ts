@@ -3,7 +3,6 @@ import { setImmediate } from 'node:timers/promises';
 import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import type { OperationContext } from './sqlite-errors.ts';
 import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
 import { parseRow } from './rows.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
@@ -26,7 +25,7 @@ export function prepareTurnClose(db: DatabaseSync): (close: TurnJournalClose, at
   };
 }
 
-/** How many finished turns {@link SqliteTurnJournalRepository.prune} forgets per statement. */
+/** How many ended turns {@link SqliteTurnJournalRepository.prune} forgets per statement at most. */
 const PRUNE_BATCH = 100;
 
 /** `TurnJournalRepository` on SQLite (migration 16): a row per turn, a row per step. */
@@ -39,7 +38,6 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
   readonly #steps: StatementSync;
   readonly #nextSeq: StatementSync;
   readonly #insertStep: StatementSync;
-  readonly #pruneWindow: StatementSync;
   readonly #prune: StatementSync;
   readonly #appendEvent: StatementSync;
   readonly #close: (close: TurnJournalClose, at: number) => void;
@@ -56,10 +54,9 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
       'SELECT COALESCE(MAX(seq) + 1, 0) AS next, (SELECT state FROM turn_journal WHERE id = ?) AS state FROM turn_steps WHERE turn_id = ?',
     );
     this.#insertStep = db.prepare(`INSERT INTO turn_steps (${turnStepColumns}) VALUES (?, ?, ?, ?, ?)`);
-    this.#pruneWindow = db.prepare(
-      `SELECT MAX(rowid) AS last, MIN(received_at) AS oldest FROM (SELECT rowid, received_at FROM turn_journal WHERE rowid > ? ORDER BY rowid LIMIT ${PRUNE_BATCH})`,
+    this.#prune = db.prepare(
+      `DELETE FROM turn_journal WHERE rowid IN (SELECT rowid FROM turn_journal WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ${PRUNE_BATCH})`,
     );
-    this.#prune = db.prepare("DELETE FROM turn_journal WHERE rowid > ? AND rowid <= ? AND state = 'done' AND finished_at < ?");
     this.#appendEvent = prepareEventInsert(db);
     this.#close = prepareTurnClose(db);
   }
@@ -156,24 +153,19 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
   }
 
   /**
-   * Walks the table in the order its rows were written, {@link PRUNE_BATCH} rows at a time, each
-   * window its own statement, letting the event loop run between them; it stops at the first window
-   * whose rows were all received after `before` (a turn ends after it is received, and its row is
-   * written when it is). A day of keyed turns is forgotten without holding the daemon's thread for it,
-   * and the turns kept are not read. (A row written out of order, after a clock set back, waits for a
-   * later prune.)
+   * Forgets the turns that ended before `before`, the oldest first, {@link PRUNE_BATCH} at a time,
+   * each part its own statement with the event loop free between them (migration 27's index finds
+   * them): a day of keyed turns is forgotten without holding the daemon's thread for it.
    */
   async prune(before: number): Promise<number> {
-    const action = (): OperationContext => ({ action: 'forget finished turns' });
     let removed = 0;
-    let after = 0;
     for (;;) {
-      const window = await this.#connection.execute(() => this.#pruneWindow.get(after) as { last: number | null; oldest: number | null }, action);
-      if (window.last === null || window.oldest === null || window.oldest >= before) return removed;
-      const from = after;
-      const to = window.last;
-      removed += await this.#connection.execute(() => Number(this.#prune.run(from, to, before).changes), action);
-      after = to;
+      const changes = await this.#connection.execute(
+        () => Number(this.#prune.run(before).changes),
+        () => ({ action: 'forget finished turns' }),
+      );
+      removed += changes;
+      if (changes < PRUNE_BATCH) return removed;
       await setImmediate();
     }
   }
