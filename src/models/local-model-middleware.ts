@@ -7,6 +7,7 @@ import type {
 } from '@ai-sdk/provider';
 import { EmptyModelReplyError } from './errors/empty-model-reply-error.ts';
 import { firstMarker, parseTextToolCalls, TOOL_CALL_MARKERS, type TextToolCall } from './text-tool-calls.ts';
+import { wholeCallReader } from './whole-call-reader.ts';
 
 /** The names of the function tools a call offers. */
 function offeredTools(params: LanguageModelV4CallOptions): Set<string> {
@@ -27,10 +28,8 @@ function mayNotBeEmpty(finishReason: LanguageModelV4FinishReason): boolean {
   return finishReason.unified !== 'length' && finishReason.unified !== 'content-filter' && finishReason.unified !== 'error';
 }
 
-/** How much of `held` (text not yet passed on) may still turn out to be a tool call, and so is kept back. */
-function heldBack(held: string, atStart: boolean): number {
-  // A reply that opens with JSON (bare or fenced) may be one call written whole.
-  if (atStart && (held.trim() === '' || /^\s*(?:[[{]|`)/.test(held))) return held.length;
+/** How much of `held` (text not yet passed on) may still turn out to be a marked tool call, and so is kept back. */
+function heldBack(held: string): number {
   const marker = firstMarker(held);
   if (marker !== -1) return held.length - marker;
   // The end of the text may be the start of a marker.
@@ -47,8 +46,9 @@ function heldBack(held: string, atStart: boolean): number {
  * reason `tool-calls`), and a reply with no text and no tool call becomes an
  * {@link EmptyModelReplyError} naming `model` (thrown, or the stream's `error` part) instead of an
  * empty answer. Streamed text is passed on as it comes, except what may still be a call: a reply
- * that opens with JSON or a fence, and whatever follows a tool-call marker, is held to the end of
- * the text and passed on as text if it is no call after all.
+ * that opens with JSON or a fence is held while it may still be one call written whole (see
+ * {@link wholeCallReader}), and whatever follows a tool-call marker to the end of the text; what
+ * is no call after all is passed on as text.
  */
 export function localModelMiddleware(model: string): LanguageModelV4Middleware {
   return {
@@ -81,6 +81,8 @@ export function localModelMiddleware(model: string): LanguageModelV4Middleware {
       let textStart: LanguageModelV4StreamPart | undefined;
       let sawCall = false;
       let madeCalls = false;
+      // Reads the text block so far as one call written whole, while nothing of it was passed on.
+      let whole: ((text: string) => boolean) | undefined = wholeCallReader(tools);
       const pass = (controller: TransformStreamDefaultController<LanguageModelV4StreamPart>, id: string, delta: string): void => {
         if (delta === '') return;
         if (started !== id && textStart !== undefined) {
@@ -104,7 +106,9 @@ export function localModelMiddleware(model: string): LanguageModelV4Middleware {
                   return;
                 }
                 held += part.delta;
-                const keep = heldBack(held, said.trim() === '');
+                if (whole !== undefined && said.trim() === '' && whole(held)) return;
+                whole = undefined;
+                const keep = heldBack(held);
                 pass(controller, part.id, held.slice(0, held.length - keep));
                 held = held.slice(held.length - keep);
                 return;
@@ -113,6 +117,7 @@ export function localModelMiddleware(model: string): LanguageModelV4Middleware {
                 const parsed = sawCall ? undefined : parseTextToolCalls(held, tools);
                 pass(controller, part.id, parsed === undefined ? held : parsed.text);
                 held = '';
+                whole = wholeCallReader(tools);
                 if (started === part.id) controller.enqueue(part);
                 if (parsed !== undefined) {
                   for (const call of toolCallParts(parsed.calls)) controller.enqueue(call);

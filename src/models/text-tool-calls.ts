@@ -19,7 +19,13 @@ export interface ParsedTextToolCalls {
 export const TOOL_CALL_MARKERS = ['<tool_call>', '<|python_tag|>', '[TOOL_CALLS]'] as const;
 
 /** The most characters of a reply read for text tool calls: a longer reply is prose, not a call. */
-const MAX_CALL_TEXT = 100_000;
+export const MAX_CALL_TEXT = 100_000;
+
+/**
+ * The keys a call's object may open with (`{"name": …}`, `{"type": "function", …}`, OpenAI's
+ * `{"id": …, "function": …}`): JSON that opens with another key is an example, not a call.
+ */
+export const CALL_KEYS: ReadonlySet<string> = new Set(['name', 'function', 'arguments', 'parameters', 'type', 'id']);
 
 /**
  * Reads the tool calls a model wrote as text instead of as tool calls, as local models served by
@@ -27,9 +33,10 @@ const MAX_CALL_TEXT = 100_000;
  * "arguments": {…}}</tool_call>` (one or more), `<|python_tag|>{"name": …, "parameters": {…}}`,
  * `[TOOL_CALLS][{…}]`, or a reply that is nothing but such JSON (bare or in a ```json fence).
  *
- * Every call must name one of `toolNames` and carry an object (or a JSON string of one) as its
- * `arguments` or `parameters`; otherwise the reply is left as the model wrote it and this returns
- * undefined, so prose that merely shows JSON is never run.
+ * Every call must open with one of {@link CALL_KEYS}, name one of `toolNames` (every name it gives)
+ * and carry an object (or a JSON string of one) as its `arguments` or `parameters`; otherwise the
+ * reply is left as the model wrote it and this returns undefined, so prose that merely shows JSON
+ * is never run.
  *
  * @example
  * parseTextToolCalls('<tool_call>{"name":"weather","arguments":{"city":"Oslo"}}</tool_call>', new Set(['weather']));
@@ -97,10 +104,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** One call: `{ name, arguments | parameters }`, or OpenAI's own `{ function: { name, arguments } }`. */
 function callOf(item: unknown, toolNames: ReadonlySet<string>): TextToolCall | undefined {
-  if (!isRecord(item)) return undefined;
+  if (!isRecord(item) || !CALL_KEYS.has(Object.keys(item)[0] ?? '')) return undefined;
+  const offered = (name: unknown): name is string => typeof name === 'string' && toolNames.has(name);
+  if ('name' in item && !offered(item['name'])) return undefined;
   const fields = isRecord(item['function']) ? item['function'] : item;
   const name = fields['name'];
-  if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
+  if (!offered(name)) return undefined;
   let input: unknown = fields['arguments'] ?? fields['parameters'] ?? {};
   if (typeof input === 'string') {
     const parsed = safeParseJson(input);

@@ -10,6 +10,7 @@ import { fallbackChain } from '../../src/kernel/model-targets.ts';
 import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
 import { openTestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // Models served by Ollama, vLLM, LM Studio or llama.cpp, at the wire: the real OpenAI-compatible
 // provider talks to the scripted server, which records what it was sent.
@@ -145,6 +146,55 @@ describe('tool calls a local model writes as text', () => {
     expect([first.toolCalls.length, (await second.toolCalls).length]).toEqual([0, 0]);
     expect((await third.toolCalls).map((call) => call.input)).toEqual([{ city: 'Rome' }]);
     expect(await third.finishReason).toBe('tool-calls');
+  });
+
+  // Each reply is streamed whole, then its end is held back: what the reader sees meanwhile was shown before the end.
+  it.each([
+    ['a ```python fence', '```python\ndef add(a, b):\n    return a + b\n```\nCall it with two numbers.', '```python\ndef add(a, b):'],
+    ["a JSON example whose first key is no call's", '{"users": [{"id": 1, "name": "Ada"}]}\nThat is the list.', '{"users": [{"id": 1,'],
+    ['JSON that names a tool not offered', '```json\n{"name": "shell", "arguments": {"cmd": "ls"}}\n```\nThat runs ls.', '```json\n{"name": "shell",'],
+    [
+      'a call followed by prose',
+      '{"name": "weather", "arguments": {"city": "Oslo"}} is how a call looks.',
+      '{"name": "weather", "arguments": {"city": "Oslo"}} is',
+    ],
+  ])('streamText() shows a reply that opens with %s before the reply ends, whole and in order', async (_form, text, before) => {
+    let end = (): void => undefined;
+    server.script([{ text, stall: new Promise<void>((resolve) => (end = resolve)) }]);
+    const result = streamText({ model: resolver.resolve(ollama()), prompt: 'Show me', tools: { weather: weather() }, maxRetries: 0 });
+    const shown: string[] = [];
+    const reading = (async () => {
+      for await (const delta of result.textStream) shown.push(delta);
+    })();
+    await waitFor(`"${before}" shown before the reply ends`, () => shown.join('').startsWith(before));
+    end();
+    await reading;
+    expect(shown.join('')).toBe(text);
+    expect(await result.toolCalls).toEqual([]);
+  });
+
+  it('streamText() runs a call written as fenced JSON, showing none of its text', async () => {
+    server.script([{ text: '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```' }, { text: 'It is 3 degrees.' }]);
+    const result = streamText({
+      model: resolver.resolve(ollama()),
+      prompt: 'Weather in Oslo?',
+      tools: { weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    });
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+    expect(deltas.join('')).toBe('It is 3 degrees.');
+    expect((await result.steps)[0]?.toolCalls.map((call) => [call.toolName, call.input])).toEqual([['weather', { city: 'Oslo' }]]);
+  });
+
+  it("parseTextToolCalls() reads JSON as a call only when it opens with a call's key and every name it gives is offered", () => {
+    const tools = new Set(['weather']);
+    expect(parseTextToolCalls('{"type": "function", "function": {"name": "weather", "arguments": {}}}', tools)?.calls).toEqual([
+      { toolName: 'weather', input: {} },
+    ]);
+    expect(parseTextToolCalls('{"users": [], "name": "weather"}', tools)).toBeUndefined();
+    expect(parseTextToolCalls('{"name": "shell", "function": {"name": "weather"}}', tools)).toBeUndefined();
   });
 
   it('parseTextToolCalls() reads several tagged calls and keeps the text around them', () => {
