@@ -40,10 +40,16 @@ export interface A2aServer {
   /**
    * Stops waiting for the turns of tasks a previous process left (running on another node): those
    * tasks stay as they are, for the next start. The daemon's stop; its running tasks end with the
-   * kernel's shutdown, as its turns do, and a write of a task that fails from then on (the store
-   * closed) is dropped, as are push deliveries: the next start gives such a task its turn's end.
+   * kernel's shutdown, as its turns do, and a write of a task that meets the store closed from then
+   * on is dropped: the next start gives such a task its turn's end. Push deliveries go on until
+   * {@link drain}.
    */
   stopRecovery(): void;
+  /**
+   * The daemon's stop, before the store closes: the push deliveries under way finish (bounded:
+   * `PushNotifier.drain`), then push deliveries stop.
+   */
+  drain(): Promise<void>;
   /** Aborts the running tasks (as their clients' cancels would), stops the recovery and push deliveries. */
   close(): void;
 }
@@ -71,17 +77,19 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   const now = options.now ?? Date.now;
   // Aborted when the daemon stops (or the server closes): see stopRecovery.
   const closing = new AbortController();
-  const store = new BoundedTaskStore({
-    repository: options.repository,
-    now,
-    stopping: closing.signal,
-    ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }),
-  });
   const push = options.push !== undefined && options.config.a2a.push_notifications ? options.push : undefined;
   const allowPrivateNetwork = options.config.a2a.push_allow_private_network;
   const access = new A2aAccess(options);
   const notifier =
     push === undefined ? undefined : new PushNotifier({ ...push, logger, allowPrivateNetwork, agentIdOf: (name) => access.findAgent(name)?.id ?? null });
+  const store = new BoundedTaskStore({
+    repository: options.repository,
+    now,
+    stopping: closing.signal,
+    // A task its client canceled with no executor running it gets no event the notifier follows.
+    canceled: (taskId) => notifier?.forget(taskId),
+    ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }),
+  });
   const pushConfigs =
     push === undefined ? undefined : new LoomPushConfigStore({ repository: push.repository, now, allowPrivateNetwork, resolve: push.resolve });
   // Tasks left unfinished by the previous process meet their turns before any request reads them:
@@ -91,7 +99,17 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
   // theirs, running: those are left alone.
   const recovered = (options.othersAlive?.() ?? Promise.resolve(false))
     .then(async (othersAlive) => {
-      if (!othersAlive) await recoverTasks({ kernel, store, notifier, logger, now, clock: options.clock, closing: closing.signal });
+      if (othersAlive) return;
+      await recoverTasks({
+        kernel,
+        store,
+        notifier,
+        logger,
+        now,
+        clock: options.clock,
+        closing: closing.signal,
+        othersAlive: options.othersAlive ?? (() => Promise.resolve(false)),
+      });
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not settle the A2A tasks the previous daemon left unfinished'));
   const requests = new A2aRequests(options, access);
@@ -137,10 +155,8 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
     publicRoutes,
     routes,
     store,
-    stopRecovery: () => {
-      closing.abort();
-      notifier?.close();
-    },
+    stopRecovery: () => closing.abort(),
+    drain: () => notifier?.drain() ?? Promise.resolve(),
     close: () => {
       closing.abort();
       agents.abortAll();

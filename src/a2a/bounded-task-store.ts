@@ -1,5 +1,6 @@
 import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasksResponse } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
+import { StoreClosedError } from '../errors/index.ts';
 import { callerOfContext, isTaskVisible, seesEveryTask } from './agent-executor.ts';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
 import { UNFINISHED_TASK_STATES } from './unfinished-tasks.ts';
@@ -25,11 +26,15 @@ export interface BoundedTaskStoreOptions {
   now: () => number;
   maxTasks?: number;
   /**
-   * Aborted when the daemon stops: a task's write that fails from then on (the store closes after
-   * the kernel's shutdown ended the turns, and the executor's last write of a task may come after)
-   * is dropped quietly. The next start gives such a task its turn's end (task-recovery.ts).
+   * Aborted when the daemon stops: from then on a task's write that meets the store closed (it
+   * closes after the kernel's shutdown ended the turns, and the executor's last write of a task may
+   * come after) is dropped quietly, and a read that does answers the task as this process last
+   * wrote it (see {@link BoundedTaskStore.load}). The next start gives such a task its turn's end
+   * (task-recovery.ts). Any other failure is thrown, as before the stop.
    */
   stopping?: AbortSignal | undefined;
+  /** Told of each task saved canceled (whoever canceled it). */
+  canceled?: ((taskId: string) => void) | undefined;
 }
 
 /**
@@ -42,6 +47,9 @@ export class BoundedTaskStore implements TaskStore {
   readonly #now: () => number;
   readonly #max: number;
   readonly #stopping: AbortSignal | undefined;
+  readonly #canceled: ((taskId: string) => void) | undefined;
+  /** The unfinished tasks this process wrote, as it last wrote them: what a read answers once the store closed (see `stopping`). */
+  readonly #written = new Map<string, A2aTaskRecord['task']>();
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
   readonly #cancelers = new Map<string, () => void>();
   /** The last write of each task under way (see {@link update}): a task's writes run one after another. */
@@ -52,22 +60,29 @@ export class BoundedTaskStore implements TaskStore {
     this.#now = options.now;
     this.#max = options.maxTasks ?? DEFAULT_MAX_TASKS;
     this.#stopping = options.stopping;
+    this.#canceled = options.canceled;
   }
 
-  /** Saves the task, after the writes of it under way (see {@link update}); dropped when it fails while the daemon stops (see `stopping`). */
+  /**
+   * Saves the task, after the writes of it under way (see {@link update}), unless it has ended
+   * meanwhile: the first end of a task wins (A2A holds an ended task final), a save that would give
+   * an ended task another state is dropped (the SDK then answers a cancel of it `TaskNotCancelable`).
+   * Dropped too when it meets the store closed while the daemon stops (see `stopping`).
+   */
   async save(task: Task, _context?: ServerCallContext): Promise<void> {
     try {
       await this.#inTurn(task.id, () => this.#save(task));
     } catch (error) {
-      if (this.#stopping?.aborted !== true) throw error;
+      if (!this.#closedAtStop(error)) throw error;
     }
   }
 
   /**
    * Changes the task as `change` says and saves it, unless it is unknown or has ended (a client's
    * cancel, whichever binding made it); `change` returns false to leave it as it is. No other write
-   * of the task (a cancel the SDK saves) lands between the load and the save: a cancel made
-   * meanwhile is saved after, and wins. Resolves with the task saved, or undefined when none was.
+   * of the task (a cancel the SDK saves) lands between the load and the save: a cancel saved before
+   * is kept, one made meanwhile comes after and finds the task ended (the first end wins, see
+   * {@link save}). Resolves with the task saved, or undefined when none was.
    */
   update(taskId: string, change: (task: Task) => boolean): Promise<Task | undefined> {
     return this.#inTurn(taskId, async () => {
@@ -89,8 +104,17 @@ export class BoundedTaskStore implements TaskStore {
     return written;
   }
 
+  /** Whether `error` is the store closed while the daemon stops (see `stopping`). */
+  #closedAtStop(error: unknown): boolean {
+    return this.#stopping?.aborted === true && error instanceof StoreClosedError;
+  }
+
   async #save(task: Task): Promise<void> {
     const existing = await this.#repository.get(task.id);
+    const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+    // The first end wins: an ended task is never given another state (a cancel the SDK read the
+    // task for before the recovery saved it completed, say).
+    if (existing?.finished === true && existing.state !== taskStateToJSON(state)) return;
     if (existing === undefined) {
       let count = await this.#repository.count();
       while (count >= this.#max) {
@@ -101,7 +125,6 @@ export class BoundedTaskStore implements TaskStore {
       }
     }
     const now = this.#now();
-    const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
     const owner: unknown = task.metadata?.['loomAgent'];
     const agent = typeof owner === 'string' ? owner : (existing?.agent ?? '');
     const record: A2aTaskRecord = {
@@ -115,10 +138,13 @@ export class BoundedTaskStore implements TaskStore {
       updatedAt: now,
     };
     await this.#repository.put(record);
+    if (record.finished) this.#written.delete(task.id);
+    else this.#written.set(task.id, record.task);
     if (state === TaskState.TASK_STATE_CANCELED) {
       const cancel = this.#cancelers.get(task.id);
       this.#cancelers.delete(task.id);
       cancel?.();
+      this.#canceled?.(task.id);
     }
   }
 
@@ -153,18 +179,20 @@ export class BoundedTaskStore implements TaskStore {
 
   /**
    * The task, or undefined when it is unknown or the context's caller may not see it
-   * (`isTaskVisible`), or it cannot be read while the daemon stops (see `stopping`: the request
-   * that asks has lost its connection).
+   * (`isTaskVisible`). Once the store closed while the daemon stops (see `stopping`), the task as
+   * this process last wrote it while it ran (the executor's last update of a task its turn's end
+   * canceled reads it), else undefined.
    */
   async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
-    let record: A2aTaskRecord | undefined;
+    let task: Task | undefined;
     try {
-      record = await this.#repository.get(taskId);
+      const record = await this.#repository.get(taskId);
+      task = record === undefined ? undefined : Task.fromJSON(record.task);
     } catch (error) {
-      if (this.#stopping?.aborted === true) return undefined;
-      throw error;
+      if (!this.#closedAtStop(error)) throw error;
+      const written = this.#written.get(taskId);
+      task = written === undefined ? undefined : Task.fromJSON(written);
     }
-    const task = record === undefined ? undefined : Task.fromJSON(record.task);
     return task !== undefined && isTaskVisible(task, callerOfContext(context)) ? task : undefined;
   }
 

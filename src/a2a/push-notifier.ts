@@ -2,6 +2,7 @@ import { type StreamResponse, type Task, type TaskState, taskStateToJSON } from 
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { type AgentExecutionEvent, InMemoryTaskStore, ResultManager, ServerCallContext, V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import type { A2aPushConfigRecord, A2aPushConfigRepository, Clock, EventRecord, JsonObject, Logger } from '../contracts/index.ts';
+import { StoreClosedError } from '../errors/index.ts';
 import { requestPinned, type HostResolver } from '../tools/index.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 import { PushWebhookRefusedError } from './push-webhook-refused-error.ts';
@@ -15,6 +16,8 @@ export const DEFAULT_PUSH_BACKOFF_MS = 1000;
 export const MAX_PUSH_RETRY_DELAY_MS = 60_000;
 /** How long one POST to a webhook may take, in milliseconds. */
 export const DEFAULT_PUSH_TIMEOUT_MS = 10_000;
+/** How long the daemon's stop waits for the deliveries under way (see {@link PushNotifier.drain}): one POST's time. */
+export const PUSH_DRAIN_MS = DEFAULT_PUSH_TIMEOUT_MS;
 
 /** The token header every notification carries when the config gave a token (a2a-js and a2a-python read it). */
 export const PUSH_TOKEN_HEADER = 'X-A2A-Notification-Token';
@@ -88,6 +91,8 @@ export class PushNotifier {
     const step = current.chain
       .then(() => this.#handle({ agent, taskId, tracked: current }, event))
       .catch((error: unknown) => {
+        // Once stopped, the store may be closed too: the next start tells the task's end.
+        if (this.#closing.signal.aborted && error instanceof StoreClosedError) return;
         this.#options.logger.warn({ err: error, taskId, agent }, 'A2A push notification not sent');
       });
     current.chain = step;
@@ -99,9 +104,28 @@ export class PushNotifier {
     this.observe(agent, { kind: 'task', data: task });
   }
 
+  /** Forgets the task (its client canceled it, no executor running it): the next notification of it starts afresh. */
+  forget(taskId: string): void {
+    this.#tracked.delete(taskId);
+  }
+
   /** Resolves once every notification taken so far is delivered or given up. */
   async idle(): Promise<void> {
     while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  }
+
+  /**
+   * The daemon's stop, before the store closes: the deliveries under way (and those taken
+   * meanwhile) go on for `ms` at most on the clock, then it stops (see {@link close}). A task's
+   * webhook is told of the task's end before the daemon stops; a delivery cut short is not retried
+   * (a task still running is given its end at the next start, and its webhooks told then).
+   */
+  async drain(ms = PUSH_DRAIN_MS): Promise<void> {
+    const waited = new AbortController();
+    const timeUp = this.#options.clock.sleep(ms, { signal: waited.signal }).catch(() => undefined);
+    await Promise.race([this.idle(), timeUp]);
+    waited.abort();
+    this.close();
   }
 
   /** Stops: retries waiting are dropped, requests in flight aborted. */
@@ -173,8 +197,8 @@ export class PushNotifier {
       status: outcome.status,
       ...(outcome.ok ? {} : { reason: outcome.reason }),
     };
-    if (!outcome.ok) this.#options.logger.warn({ ...data, agent }, 'A2A push notification failed');
     if (this.#closing.signal.aborted) return;
+    if (!outcome.ok) this.#options.logger.warn({ ...data, agent }, 'A2A push notification failed');
     try {
       await this.#options.record?.({
         type: outcome.ok ? 'a2a-push-deliver' : 'a2a-push-fail',

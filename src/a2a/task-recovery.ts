@@ -31,12 +31,13 @@ export interface TaskRecoveryParts {
   now: () => number;
   /**
    * Paces the asking again while a task's turn runs on another node, and after the store could
-   * not answer; without it, such a task is failed saying so, and one the store could not answer
-   * is left for the next start.
+   * not answer; without it, a task the store could not answer for is left for the next start.
    */
   clock: Clock | undefined;
   /** Aborted when the A2A server closes: a task still waiting for its turn is left as it is, for the next start. */
   closing: AbortSignal;
+  /** Whether other nodes share the store now: only then may a turn that does not run here run on one of them. */
+  othersAlive: () => Promise<boolean>;
 }
 
 /**
@@ -47,62 +48,85 @@ export interface TaskRecoveryParts {
  */
 export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
   const { store, logger } = parts;
+  const later = new UnansweredTasks(parts);
   let failed = 0;
   let waiting = 0;
+  let unanswered: Unanswered | undefined;
   for (const { task, agent } of await store.unfinished()) {
-    const recovered = await recoverTask(parts, task, agent);
+    // The store out of reach: the tasks after are asked for with it, in the shared retries.
+    if (unanswered?.store === true) {
+      later.add(task, agent, 0);
+      continue;
+    }
+    const recovered = await recoverTask(parts, later, { task, agent, tries: 0 });
     if (recovered === 'failed') failed += 1;
     else if (recovered === 'waiting') waiting += 1;
-    else if (recovered === 'unanswered') void recoverLater(parts, task.id, agent);
+    else if (typeof recovered === 'object') unanswered ??= recovered;
   }
   if (failed > 0) logger.warn({ tasks: failed }, 'failed the A2A tasks the previous daemon left unfinished whose turns cannot be found');
   if (waiting > 0) logger.info({ tasks: waiting }, 'A2A tasks the previous daemon left unfinished go on with their resumed turns');
+  later.told(unanswered);
 }
 
 /**
- * What became of a task the recovery met: failed (its turn cannot be found), settled (its turn
- * had ended), waiting (its turn runs: settled when it ends), or unanswered (the store could not
- * say: asked again later).
+ * Why the store could not say what became of a task's turn: it failed (`store`: out of reach), or
+ * the turn does not run here and no other node runs now (one may take it over: its lease lapses).
  */
-type Recovered = 'failed' | 'settled' | 'waiting' | 'unanswered';
+interface Unanswered {
+  error: unknown;
+  store: boolean;
+}
 
-/** Meets one unfinished task with its turn (see the file's comment). */
-async function recoverTask(parts: TaskRecoveryParts, task: Task, agent: string): Promise<Recovered> {
+/** What became of a task the recovery met: failed (its turn cannot be found), settled (its turn had ended), waiting (its turn runs: settled when it ends), or unanswered (asked again later). */
+type Recovered = 'failed' | 'settled' | 'waiting' | Unanswered;
+
+/** A task the recovery meets, and how many times it was asked for again. */
+interface Met {
+  task: Task;
+  agent: string;
+  tries: number;
+}
+
+/** Meets one unfinished task with its turn (see the file's comment); a task left unanswered is given to `later`. */
+async function recoverTask(parts: TaskRecoveryParts, later: UnansweredTasks, met: Met): Promise<Recovered> {
   const { logger } = parts;
+  const { task, agent } = met;
   let turn: KeyedTurn | undefined;
   try {
     turn = await turnOf(parts, task, agent);
   } catch (error) {
     // Not known not to exist (the store out of reach): asked again later.
-    logger.error({ err: error, taskId: task.id, agent }, 'could not look up the turn of an unfinished A2A task; it is left unfinished for now');
-    return 'unanswered';
+    return later.add(task, agent, met.tries, { error, store: error instanceof StoreError });
   }
   if (turn === undefined) {
     await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT });
     return 'failed';
   }
   if (turn.state === 'done') {
-    const outcome = await outcomeOf(parts, turn);
-    if (outcome === undefined) return 'unanswered';
+    const outcome = await outcomeOf(parts, turn, false);
+    if (!('state' in outcome)) return later.add(task, agent, met.tries, outcome);
     await settle(parts, task, agent, outcome);
     return 'settled';
   }
+  // Running, not here: only another node may run it (or take it over once its lease lapses).
+  const elsewhere = !turn.here && parts.clock !== undefined && (await parts.othersAlive());
+  if (!turn.here && !elsewhere) return later.add(task, agent, met.tries, { error: undefined, store: false });
   // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here.
-  const unwatch = parts.store.onCanceled(task.id, () => {
-    void cancelTurnOf(parts, task, agent).catch((error: unknown) =>
-      logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
-    );
-  });
+  const unwatch = watchCancel(parts, task, agent);
   void showApprovals(parts, task, agent, turn).catch((error: unknown) =>
     logger.warn({ err: error, taskId: task.id, agent }, 'could not show an A2A task waiting for an approval of its resumed turn'),
   );
-  void outcomeOf(parts, turn)
+  void outcomeOf(parts, turn, elsewhere)
     .then((outcome) => {
       // Watched no longer: the task's own end (canceled with its turn) is not a client's cancel.
       unwatch();
-      if (outcome !== undefined) return settle(parts, task, agent, outcome);
-      // The store could not say how it ended: asked again later.
-      if (!parts.closing.aborted) void recoverLater(parts, task.id, agent);
+      if ('state' in outcome) return settle(parts, task, agent, outcome);
+      logger.warn(
+        { err: outcome.error, taskId: task.id, agent },
+        `could not read how the turn of an unfinished A2A task ended; asked again in ${TASK_RECOVERY_RETRY_MS / 1000} s`,
+      );
+      // The try count goes on: a task is asked for again TASK_RECOVERY_ATTEMPTS times in all.
+      later.add(task, agent, met.tries, outcome);
       return undefined;
     })
     .catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn'))
@@ -111,31 +135,141 @@ async function recoverTask(parts: TaskRecoveryParts, task: Task, agent: string):
 }
 
 /**
- * Meets the task with its turn again, every {@link TASK_RECOVERY_RETRY_MS} on the clock, while the
- * store cannot say what became of it, {@link TASK_RECOVERY_ATTEMPTS} times at most: then it is
- * left unfinished, for the next start. Stops when the server closes, or the task has ended.
+ * Cancels the task's turn when its client cancels the task (saved canceled: no executor runs it).
+ * Returns the function that stops watching.
  */
-async function recoverLater(parts: TaskRecoveryParts, taskId: string, agent: string): Promise<void> {
-  const { clock, logger } = parts;
-  if (clock === undefined) return;
-  for (let attempt = 0; attempt < TASK_RECOVERY_ATTEMPTS; attempt += 1) {
-    try {
-      await clock.sleep(TASK_RECOVERY_RETRY_MS, { signal: parts.closing });
-    } catch {
-      return; // closing
-    }
-    let task: Task | undefined;
-    try {
-      task = await parts.store.load(taskId);
-    } catch (error) {
-      logger.warn({ err: error, taskId, agent }, 'could not read an unfinished A2A task again');
-      continue;
-    }
-    if (task === undefined || isTerminalState(task.status?.state)) return;
-    if ((await recoverTask(parts, task, agent)) !== 'unanswered') return;
-  }
-  logger.error({ taskId, agent }, 'gave up asking what became of the turn of an unfinished A2A task; it is left unfinished for the next start');
+function watchCancel(parts: TaskRecoveryParts, task: Task, agent: string): () => void {
+  return parts.store.onCanceled(task.id, () => {
+    void cancelTurnOf(parts, task, agent).catch((error: unknown) =>
+      parts.logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
+    );
+  });
 }
+
+/**
+ * The tasks the store could not say what became of, asked for again together: one round every
+ * {@link TASK_RECOVERY_RETRY_MS} on the clock meets each with its turn again, one after another,
+ * and stops at the first the store fails for (the rest wait for the next round, the failed one
+ * last); a round counts as one try for each task in it, and logs one line. A task is asked for
+ * {@link TASK_RECOVERY_ATTEMPTS} times at most, then left unfinished for the next start. A
+ * client's cancel of a task waiting here cancels its turn, as for a turn resumed here. The rounds
+ * stop when the server closes.
+ */
+class UnansweredTasks {
+  readonly #parts: TaskRecoveryParts;
+  readonly #waiting = new Map<string, Met & { unwatch: () => void }>();
+  /** Whether the rounds run (until no task waits). */
+  #running = false;
+  /** The tasks given up in the round under way (logged together at its end). */
+  #gaveUp: string[] | undefined;
+
+  constructor(parts: TaskRecoveryParts) {
+    this.#parts = parts;
+  }
+
+  /** Keeps the task for the next round, unless it was asked for as many times as it may be. Returns `why`. */
+  add(task: Task, agent: string, tries: number, why: Unanswered = { error: undefined, store: false }): Unanswered {
+    const { clock, closing, logger } = this.#parts;
+    this.#waiting.get(task.id)?.unwatch();
+    if (clock === undefined || closing.aborted) return why;
+    if (tries >= TASK_RECOVERY_ATTEMPTS) {
+      if (this.#gaveUp !== undefined) this.#gaveUp.push(task.id);
+      else logger.error({ err: why.error, taskId: task.id, agent, tries }, `${GAVE_UP}: the task is left unfinished for the next start`);
+      return why;
+    }
+    // Its client may cancel it while it waits here: its turn is canceled then, if it runs here.
+    const stop = this.#parts.store.onCanceled(task.id, () => {
+      unwatch();
+      void cancelTurnOf(this.#parts, task, agent).catch((error: unknown) =>
+        logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
+      );
+    });
+    const unwatch = (): void => {
+      stop();
+      if (this.#waiting.get(task.id)?.unwatch === unwatch) this.#waiting.delete(task.id);
+    };
+    this.#waiting.set(task.id, { task, agent, tries, unwatch });
+    if (!this.#running) {
+      this.#running = true;
+      void this.#run();
+    }
+    return why;
+  }
+
+  /** Logs, once, the tasks the start could not settle (`why`: the first reason). */
+  told(why: Unanswered | undefined): void {
+    if (why !== undefined && this.#waiting.size > 0) this.#log('error', why, this.#waiting.size);
+  }
+
+  #log(level: 'error' | 'warn', why: Unanswered, asked: number): void {
+    const tasks = this.#waiting.size;
+    this.#parts.logger[level](
+      { err: why.error, asked, tasks, taskIds: [...this.#waiting.keys()].slice(0, 10) },
+      `could not yet say what became of the turns of ${tasks} unfinished A2A task(s) (the store ${why.store ? 'could not answer' : 'says they run, not here'}); asked again in ${TASK_RECOVERY_RETRY_MS / 1000} s`,
+    );
+  }
+
+  async #run(): Promise<void> {
+    try {
+      await this.#rounds();
+    } catch (error) {
+      this.#parts.logger.error({ err: error }, 'could not ask again what became of the turns of unfinished A2A tasks');
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  async #rounds(): Promise<void> {
+    const { clock, closing, logger } = this.#parts;
+    while (clock !== undefined && this.#waiting.size > 0) {
+      try {
+        await clock.sleep(TASK_RECOVERY_RETRY_MS, { signal: closing });
+      } catch {
+        for (const waiting of [...this.#waiting.values()]) waiting.unwatch();
+        return; // closing
+      }
+      const gaveUp: string[] = [];
+      this.#gaveUp = gaveUp;
+      let asked = 0;
+      let failed: Unanswered | undefined;
+      for (const waiting of [...this.#waiting.values()]) {
+        if (closing.aborted) break;
+        const met = { task: waiting.task, agent: waiting.agent, tries: waiting.tries + 1 };
+        // Out of reach: the rest wait for the next round where they are (this one counted).
+        if (failed?.store === true) {
+          waiting.tries = met.tries;
+          if (met.tries < TASK_RECOVERY_ATTEMPTS) continue;
+          waiting.unwatch();
+          gaveUp.push(met.task.id);
+          continue;
+        }
+        waiting.unwatch();
+        asked += 1;
+        let task: Task | undefined;
+        try {
+          task = await this.#parts.store.load(met.task.id);
+        } catch (error) {
+          failed = this.add(met.task, met.agent, met.tries, { error, store: true });
+          continue;
+        }
+        if (task === undefined || isTerminalState(task.status?.state)) continue;
+        const recovered = await recoverTask(this.#parts, this, { ...met, task });
+        if (typeof recovered === 'object') failed ??= recovered;
+      }
+      this.#gaveUp = undefined;
+      if (gaveUp.length > 0) {
+        logger.error(
+          { err: failed?.error, tasks: gaveUp.length, taskIds: gaveUp.slice(0, 10) },
+          `${GAVE_UP}: the tasks are left unfinished for the next start`,
+        );
+      }
+      if (failed !== undefined && this.#waiting.size > 0) this.#log('warn', failed, asked);
+    }
+  }
+}
+
+/** The start of the line logged when a task is no longer asked for. */
+const GAVE_UP = `gave up asking what became of the turn of an unfinished A2A task after ${TASK_RECOVERY_ATTEMPTS} tries`;
 
 /**
  * Shows the task as a live one is shown while its resumed turn runs here: `input-required`, with
@@ -151,17 +285,24 @@ async function showApprovals(parts: TaskRecoveryParts, task: Task, agent: string
   const show = (): void => {
     if (queued) return;
     queued = true;
+    // One write failed leaves the next to show the turn as it is by then.
     written = written.then(async () => {
-      queued = false;
-      const shown = await parts.store.update(task.id, (current) => {
-        const message = [...asked.values()].at(-1);
-        const state = message === undefined ? TaskState.TASK_STATE_WORKING : TaskState.TASK_STATE_INPUT_REQUIRED;
-        if (current.status?.state === state && textOf(current.status.message) === textOf(message)) return false;
-        current.status = { state, message, timestamp: new Date(parts.now()).toISOString() };
-        if (message !== undefined) current.history = [...current.history, message];
-        return true;
-      });
-      if (shown !== undefined) parts.notifier?.notifyStored(agent, shown);
+      try {
+        queued = false;
+        const shown = await parts.store.update(task.id, (current) => {
+          const message = [...asked.values()].at(-1);
+          const state = message === undefined ? TaskState.TASK_STATE_WORKING : TaskState.TASK_STATE_INPUT_REQUIRED;
+          if (current.status?.state === state && textOf(current.status.message) === textOf(message)) return false;
+          current.status = { state, message, timestamp: new Date(parts.now()).toISOString() };
+          if (message !== undefined) current.history = [...current.history, message];
+          return true;
+        });
+        if (shown !== undefined) parts.notifier?.notifyStored(agent, shown);
+      } catch (error) {
+        parts.logger.warn({ err: error, taskId: task.id, agent }, 'could not show an A2A task waiting for an approval of its resumed turn');
+      } finally {
+        queued = false;
+      }
     });
   };
   for await (const event of turn.follow()) {
@@ -219,21 +360,20 @@ interface TaskOutcome {
 }
 
 /**
- * The outcome of the task of `turn`, once the turn ends (a running turn asked again while it runs
- * on another node); undefined when the store could not say or the server closes meanwhile: the
- * task is left unfinished, for the next start.
+ * The outcome of the task of `turn`, once the turn ends (asked again every 2 s while it runs on
+ * another node, when `elsewhere`); unanswered when the store could not say, the turn does not run
+ * here (nor, after 10 minutes, ended elsewhere), or the server closes meanwhile: the task is asked
+ * for again later, or left unfinished for the next start.
  */
-async function outcomeOf(parts: TaskRecoveryParts, turn: KeyedTurn): Promise<TaskOutcome | undefined> {
+async function outcomeOf(parts: TaskRecoveryParts, turn: KeyedTurn, elsewhere: boolean): Promise<TaskOutcome | Unanswered> {
   const { clock } = parts;
   let result: TurnResult;
   try {
-    result = clock === undefined || turn.state === 'done' ? await turn.result() : await untilTurnHere(() => turn.result(), clock, parts.closing);
+    result = clock === undefined || !elsewhere ? await turn.result() : await untilTurnHere(() => turn.result(), clock, parts.closing);
   } catch (error) {
-    if (parts.closing.aborted) return undefined;
-    if (error instanceof StoreError) {
-      parts.logger.error({ err: error }, 'could not read the outcome of the turn of an unfinished A2A task; it is left unfinished');
-      return undefined;
-    }
+    if (parts.closing.aborted || error instanceof StoreError) return { error, store: true };
+    // Not ended, not here: a turn only a lapsed lease gives to a node, or one still running elsewhere.
+    if (isLoomError(error) && (error.code === 'TURN_RUNNING' || error.code === 'TURN_TAKEN_OVER')) return { error, store: false };
     if (isLoomError(error) && error.code === 'TURN_CANCELLED') return { state: TaskState.TASK_STATE_CANCELED, text: `The task was canceled: ${error.message}` };
     return { state: TaskState.TASK_STATE_FAILED, text: isLoomError(error) ? `${error.code}: ${error.message}` : messageOf(error) };
   }

@@ -223,6 +223,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
           // The doors end their clients' streams themselves (MCP's sessions) before the server cuts the connections left.
           await app.doorsClosed();
           const closed = server.close();
+          // The webhooks of A2A tasks that ended are told, before the store closes.
+          await app.deliveriesDone();
           await host.close();
           await closed;
           metrics?.dispose();

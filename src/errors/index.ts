@@ -20,6 +20,7 @@ export { messageOf } from './message-of.ts';
 export { ModuleUnavailableError } from './module-unavailable-error.ts';
 export { PackageError } from './package-error.ts';
 export { QuotaExceededError } from './quota-exceeded-error.ts';
+export { StoreClosedError } from './store-closed-error.ts';
 export { StoreConflictError } from './store-conflict-error.ts';
 export { StoreError } from './store-error.ts';
 export { StoreNotFoundError } from './store-not-found-error.ts';

@@ -90,6 +90,12 @@ export interface HttpApp extends Hono<HttpEnv> {
    * the connections left); at once when none was open or `closing` is not aborted.
    */
   doorsClosed(): Promise<void>;
+  /**
+   * Resolves once what the doors still deliver of work done is delivered, or its time is up (the
+   * A2A webhooks of tasks that ended: `A2aServer.drain`, 10 s at most): the daemon's stop, before
+   * the store closes.
+   */
+  deliveriesDone(): Promise<void>;
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -406,6 +412,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   app.route('/v1', createOpenAiRoutes({ kernel, clock, logger }));
   const version = options.version ?? LOOM_VERSION;
   let mcpClosed: Promise<void> | undefined;
+  let a2aDrain: (() => Promise<void>) | undefined;
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
     const handler = createMcpHttpHandler({ kernel, config, version, logger, clock });
@@ -466,6 +473,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
       inner.route('/', server.routes);
       inner.notFound(a2aNotFound);
       inner.onError((error, c) => respond(c, error));
+      a2aDrain = () => server.drain();
       // The daemon's stop (maybe while this was built): no more waiting on turns of tasks a previous daemon left.
       if (options.closing?.aborted === true) server.stopRecovery();
       else options.closing?.addEventListener('abort', () => server.stopRecovery(), { once: true });
@@ -495,5 +503,5 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     app.all(base === '' ? '/*' : base, forward);
     if (base !== '') app.all(`${base}/*`, forward);
   }
-  return Object.assign(app, { doorsClosed: () => mcpClosed ?? Promise.resolve() });
+  return Object.assign(app, { doorsClosed: () => mcpClosed ?? Promise.resolve(), deliveriesDone: () => a2aDrain?.() ?? Promise.resolve() });
 }

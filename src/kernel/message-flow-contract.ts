@@ -101,6 +101,8 @@ export interface TaskTurn {
 export interface KeyedTurn {
   /** `running` (resumed here after a restart, or running on another node) or `done` (its outcome is kept). */
   state: 'running' | 'done';
+  /** Whether it runs (or waits its turn) on this node: resumed here, when `running`. */
+  here: boolean;
   /**
    * Its reply once it ends (at once when it has), as a retry with its key gets it.
    * @throws the error it ended with; `TURN_RUNNING` when it runs on another node.

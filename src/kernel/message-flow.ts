@@ -186,7 +186,12 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // Its outcome as a retry with its key gets it, read again each time (it may have ended
       // elsewhere since): no audit record of its own (the turn has one).
       const result = async (): Promise<TurnResult> => intake.replay((await intake.earlier(agent, conversation, idempotencyKey)) ?? earlier, {}, undefined);
-      return { state: earlier.state, result, follow: () => followLive(liveTurns.find(agent.id, conversation, earlier.id)) };
+      return {
+        state: earlier.state,
+        here: intake.tracks(earlier.id),
+        result,
+        follow: () => followLive(liveTurns.find(agent.id, conversation, earlier.id)),
+      };
     },
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {

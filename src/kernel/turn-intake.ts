@@ -125,6 +125,11 @@ export class TurnIntake {
     return () => this.#inflight.delete(turnId);
   }
 
+  /** Whether the turn journaled as `turnId` runs or is queued in this process. */
+  tracks(turnId: string): boolean {
+    return this.#inflight.has(turnId);
+  }
+
   /** The journal ids of this process's turns under way or queued. */
   journaled(): string[] {
     return [...this.#inflight.keys()];

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { StoreError } from '../errors/index.ts';
+import { StoreClosedError } from '../errors/index.ts';
 import { NOT_QUERYABLE, toPostgresStoreError } from './postgres-errors.ts';
 import type { Row } from './rows.ts';
 import type { Parameter } from './sql/statement.ts';
@@ -104,7 +104,7 @@ export class PostgresConnection {
    * promise resolves (a single statement commits on its own; `transaction` commits before it returns).
    */
   async execute<T>(work: (db: Queryable) => Promise<T>, describe: () => OperationContext): Promise<T> {
-    if (this.#closed) throw new StoreError(`cannot ${describe().action}: the store ${this.target} is closed`);
+    if (this.#closed) throw new StoreClosedError(`cannot ${describe().action}: the store ${this.target} is closed`);
     try {
       return await work(this.pool);
     } catch (error) {

@@ -1,5 +1,5 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
-import { StoreError } from '../errors/index.ts';
+import { StoreClosedError } from '../errors/index.ts';
 import { type OperationContext, toStoreError } from './sqlite-errors.ts';
 import { commitStart, tellCommit } from './store-commits.ts';
 
@@ -39,7 +39,7 @@ export class SqliteConnection {
    */
   execute<T>(work: () => T, describe: () => OperationContext): Promise<T> {
     if (this.#closed) {
-      return Promise.reject(new StoreError(`cannot ${describe().action}: the store "${this.path}" is closed`));
+      return Promise.reject(new StoreClosedError(`cannot ${describe().action}: the store "${this.path}" is closed`));
     }
     try {
       return Promise.resolve(work());

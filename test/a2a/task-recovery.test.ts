@@ -7,10 +7,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type Task, TaskState } from '@a2a-js/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { StoreError } from '../../src/errors/index.ts';
+import { LoomError, StoreError } from '../../src/errors/index.ts';
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
-import { TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
-import type { Kernel } from '../../src/kernel/index.ts';
+import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
+import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -46,7 +46,7 @@ const sentAtOnce = (text: string) => ({
 });
 
 describe('the recovery of unfinished A2A tasks', () => {
-  it("leaves a client's cancel made while it writes the task's outcome (between its read of the task and its write) canceled", async () => {
+  it("keeps the task's first end: a client's cancel made while it writes the task's outcome (between its read and its write) is not cancelable", async () => {
     const tasks = new InMemoryA2aTaskRepository();
     first = await startA2a(dir.path, { repository: tasks });
     await first.host.kernel.spawn(manifest(agentToml('slow', model.url)));
@@ -89,20 +89,24 @@ describe('the recovery of unfinished A2A tasks', () => {
       if (saved.status?.state === TaskState.TASK_STATE_CANCELED) canceledSave?.({ saved: saving });
       return saving;
     };
-    let canceled: Promise<Task> | undefined;
+    let canceled: Promise<unknown> | undefined;
     cancelOnRead = async () => {
       const saving = new Promise<{ saved: Promise<void> }>((resolve) => (canceledSave = resolve));
-      canceled = client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+      canceled = client.cancelTask({ tenant: '', id: task.id, metadata: undefined }).then(
+        () => 'canceled',
+        (error: unknown) => error,
+      );
       // Saved at once, unless it waits for the write under way: then it comes after it.
       await Promise.race([(await saving).saved, nextTurn()]);
     };
     release();
 
-    expect((await waitFor('the cancel', () => canceled)).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    // The cancel read the task working, but the outcome was saved first: an ended task is final.
+    expect(String(await waitFor('the cancel', () => canceled))).toMatch(/not cancelable/i);
     await waitFor('the turn to end', () => resumed.host.kernel.turnCounts().running === 0);
     const read = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
-    expect(read.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-    expect(JSON.stringify(read)).not.toContain('The story, resumed.');
+    expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.stringify(read)).toContain('The story, resumed.');
   });
 
   it('looks the turn of a task up again, on the clock, when the store could not answer at start', async () => {
@@ -128,7 +132,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     const logger = createRecordingLogger();
     const failedToLook = logger.next('error');
     server = createA2aServer({ kernel: flaky, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
-    expect((await failedToLook).message).toMatch(/could not look up the turn of an unfinished A2A task/);
+    expect((await failedToLook).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store could not answer\)/);
     expect((await first.repository.get(task.id))?.state).toBe('TASK_STATE_WORKING');
 
     await clock.advance(TASK_RECOVERY_RETRY_MS);
@@ -168,5 +172,99 @@ describe('the recovery of unfinished A2A tasks', () => {
     await clock.advance(TASK_RECOVERY_RETRY_MS * 2);
     expect(lookups).toBe(1);
     expect((await first.repository.get(task.id))?.state).toBe('TASK_STATE_WORKING');
+  });
+
+  it('asks again for a task whose turn the store holds running while no node runs it, then leaves it for the next start: never fails it as running on another node', async () => {
+    hanging = await startHangingModelServer();
+    first = await startA2a(dir.path, { storeTasks: true });
+    await first.host.kernel.spawn(manifest(agentToml('thinker', hanging.url, 'module = "builtin:chain-of-thought"')));
+    const task = (await (await a2aClient(first.url, 'thinker', 'none')).sendMessage(sentAtOnce('Think about this'))) as Task;
+    await waitFor('the task to be working', async () => (await first?.repository.get(task.id))?.state === 'TASK_STATE_WORKING');
+    // One node: the journal holds the turn running, but nothing runs it here (nor may elsewhere).
+    const { kernel, clock } = first.host;
+    let lookups = 0;
+    const stranded: KeyedTurn = {
+      state: 'running',
+      here: false,
+      result: () => Promise.reject(new LoomError('TURN_RUNNING', 'user', 'the turn is still running on another node; retry later')),
+      follow: async function* () {},
+    };
+    const strandedKernel = new Proxy(kernel, {
+      get: (target, property, receiver): unknown =>
+        property === 'keyedTurn'
+          ? () => {
+              lookups += 1;
+              return Promise.resolve(stranded);
+            }
+          : Reflect.get(target, property, receiver),
+    });
+    const logger = createRecordingLogger();
+    const told = logger.next('error');
+    server = createA2aServer({ kernel: strandedKernel, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    expect((await told).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store says they run, not here\)/);
+    // Past the 10 minutes a turn on another node is waited for, and past every retry.
+    for (let waited = 0; waited <= TASK_RECOVERY_RETRY_MS * (TASK_RECOVERY_ATTEMPTS + 2); waited += 2000) await clock.advance(2000);
+    await waitFor('the recovery to give up', () => logger.entries.some((entry) => /gave up asking/.test(entry.message ?? '')));
+    expect((await first.repository.get(task.id))?.state).toBe('TASK_STATE_WORKING');
+    expect(lookups).toBe(1 + TASK_RECOVERY_ATTEMPTS);
+    expect(logger.entries.filter((entry) => entry.level === 'error' && /gave up asking/.test(entry.message ?? ''))).toHaveLength(1);
+  });
+
+  it('asks the store again once per round for every task it could not answer for, with one line per round, and cancels the turn of a task canceled meanwhile', async () => {
+    hanging = await startHangingModelServer();
+    first = await startA2a(dir.path, { storeTasks: true });
+    await first.host.kernel.spawn(manifest(agentToml('thinker', hanging.url, 'module = "builtin:chain-of-thought"')));
+    const client = await a2aClient(first.url, 'thinker', 'none');
+    const tasks: Task[] = [];
+    for (const text of ['one', 'two', 'three']) tasks.push((await client.sendMessage(sentAtOnce(text))) as Task);
+    await waitFor('the tasks to be working', async () => {
+      for (const task of tasks) if ((await first?.repository.get(task.id))?.state !== 'TASK_STATE_WORKING') return false;
+      return true;
+    });
+    const { kernel, clock } = first.host;
+    const runningHere: KeyedTurn = { state: 'running', here: true, result: () => new Promise<never>(() => undefined), follow: async function* () {} };
+    let lookups = 0;
+    let canceled = 0;
+    const unreachable = new Proxy(kernel, {
+      get: (target, property, receiver): unknown => {
+        if (property === 'cancelTurn') {
+          return () => {
+            canceled += 1;
+            return Promise.resolve({ agent: 'thinker', run_id: null, status: 'cancelled' });
+          };
+        }
+        if (property !== 'keyedTurn') return Reflect.get(target, property, receiver);
+        return (_agent: string, key: string) => {
+          // The second task's turn, looked up to cancel it, is found running here.
+          if (key.includes(tasks[1]?.id ?? '?')) return Promise.resolve(runningHere);
+          lookups += 1;
+          // Out of reach for a while; then the turns are found running here.
+          return lookups <= 4 ? Promise.reject(new StoreError('the database is out of reach')) : Promise.resolve(runningHere);
+        };
+      },
+    });
+    const logger = createRecordingLogger();
+    const told = logger.next('error');
+    server = createA2aServer({ kernel: unreachable, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    // At start, the first look-up failed: the others wait with it, untried.
+    expect((await told).bindings).toMatchObject({ tasks: 3 });
+    expect(lookups).toBe(1);
+    // Its client cancels the second task while it waits (saved canceled, as the SDK does with no executor): its turn is canceled.
+    const second = await server.store.load(tasks[1]?.id ?? '');
+    if (second === undefined) throw new Error('the second task is not stored');
+    await server.store.save({
+      ...second,
+      status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date(clock.now()).toISOString() },
+    });
+    await waitFor("the second task's turn to be canceled", () => canceled === 1);
+    for (let round = 1; round <= 3; round += 1) {
+      const line = logger.next('warn');
+      await clock.advance(TASK_RECOVERY_RETRY_MS);
+      expect((await line).message).toMatch(/could not yet say what became of the turns of 2 unfinished A2A task/);
+      // One look-up a round while the store fails: the others wait for the next.
+      expect(lookups).toBe(1 + round);
+    }
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor('the two tasks to be looked up', () => lookups === 6);
   });
 });
