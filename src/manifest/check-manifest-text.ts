@@ -1,9 +1,8 @@
 import { createRequire } from 'node:module';
-import type * as JsoncParser from 'jsonc-parser';
 import type { Node as JsonNode, ParseError as JsonParseError } from 'jsonc-parser';
 import type * as TomlParser from 'toml-eslint-parser';
 import type { AST } from 'toml-eslint-parser';
-import { formatIssue, formatPath } from '../validation/index.ts';
+import { formatIssue, formatPath, jsoncLibrary } from '../validation/index.ts';
 import { isJsonObject, type ManifestFormat, manifestIssueOptions, manifestTextProblem, NOT_A_JSON_OBJECT, readManifestToml } from './load-manifest.ts';
 import { type Manifest, ManifestSchema } from './schema.ts';
 
@@ -40,9 +39,7 @@ function positionOf(text: string, offset: number): { line: number; column: numbe
 // The parsers that find where a key is written are loaded with the first check (the editor's):
 // a daemon whose manifests nobody edits does not hold them.
 const require = createRequire(import.meta.url);
-let jsonc: typeof JsoncParser | undefined;
 let toml: typeof TomlParser | undefined;
-const jsoncParser = (): typeof JsoncParser => (jsonc ??= require('jsonc-parser') as typeof JsoncParser);
 const tomlParser = (): typeof TomlParser => (toml ??= require('toml-eslint-parser') as typeof TomlParser);
 
 /** Where each key of a TOML document is written: path (as smol-toml reads it) → position of its key. */
@@ -87,7 +84,7 @@ function tomlPositions(text: string): Map<string, { line: number; column: number
 /** Where `path` is written in a JSON document: its key (or the value, for an array element). */
 function jsonPosition(tree: JsonNode | undefined, text: string, path: Path): { line: number; column: number } | undefined {
   if (tree === undefined) return undefined;
-  const node = jsoncParser().findNodeAtLocation(tree, [...path]);
+  const node = jsoncLibrary().findNodeAtLocation(tree, [...path]);
   if (node === undefined) return undefined;
   const at = node.parent?.type === 'property' ? node.parent.offset : node.offset;
   return positionOf(text, at);
@@ -132,14 +129,14 @@ export function checkManifestText(text: string, format: ManifestFormat): Manifes
     find = (path) => positions.get(JSON.stringify(path));
   } else {
     const errors: JsonParseError[] = [];
-    document = jsoncParser().parse(text, errors, { allowTrailingComma: false, disallowComments: true });
+    document = jsoncLibrary().parse(text, errors, { allowTrailingComma: false, disallowComments: true });
     const first = errors[0];
     if (first !== undefined) {
       const { line, column } = positionOf(text, first.offset);
-      return whole(`JSON syntax error: ${jsoncParser().printParseErrorCode(first.error)}`, line, column);
+      return whole(`JSON syntax error: ${jsoncLibrary().printParseErrorCode(first.error)}`, line, column);
     }
     if (!isJsonObject(document)) return whole(NOT_A_JSON_OBJECT, 1, 1);
-    const tree = jsoncParser().parseTree(text);
+    const tree = jsoncLibrary().parseTree(text);
     find = (path) => jsonPosition(tree, text, path);
   }
   const result = ManifestSchema.safeParse(document, { reportInput: true });

@@ -22,21 +22,15 @@ export const TOOL_CALL_MARKERS = ['<tool_call>', '<|python_tag|>', '[TOOL_CALLS]
 export const MAX_CALL_TEXT = 100_000;
 
 /**
- * The keys a call's object may open with (`{"name": …}`, `{"type": "function", …}`, OpenAI's
- * `{"id": …, "function": …}`): JSON that opens with another key is an example, not a call.
- */
-export const CALL_KEYS: ReadonlySet<string> = new Set(['name', 'function', 'arguments', 'parameters', 'type', 'id']);
-
-/**
  * Reads the tool calls a model wrote as text instead of as tool calls, as local models served by
  * Ollama, vLLM, LM Studio or llama.cpp without a tool-call parser do: `<tool_call>{"name": …,
  * "arguments": {…}}</tool_call>` (one or more), `<|python_tag|>{"name": …, "parameters": {…}}`,
  * `[TOOL_CALLS][{…}]`, or a reply that is nothing but such JSON (bare or in a ```json fence).
  *
- * Every call must open with one of {@link CALL_KEYS}, name one of `toolNames` (every name it gives)
- * and carry an object (or a JSON string of one) as its `arguments` or `parameters`; otherwise the
- * reply is left as the model wrote it and this returns undefined, so prose that merely shows JSON
- * is never run.
+ * Every call must name one of `toolNames` and carry an object (or a JSON string of one) as its
+ * `arguments` or `parameters`; otherwise the reply is left as the model wrote it and this returns
+ * undefined, so prose that merely shows JSON is never run. A key written twice counts as
+ * `JSON.parse` reads it: the last.
  *
  * @example
  * parseTextToolCalls('<tool_call>{"name":"weather","arguments":{"city":"Oslo"}}</tool_call>', new Set(['weather']));
@@ -84,8 +78,11 @@ export function firstMarker(text: string): number {
   return at.length === 0 ? -1 : Math.min(...at);
 }
 
-/** The calls in one JSON text: an object or an array of objects, each naming an offered tool. */
-function callsOf(json: string, toolNames: ReadonlySet<string>): TextToolCall[] | undefined {
+/**
+ * The calls in one JSON text: an object or an array of objects, each naming an offered tool; undefined
+ * when it is not one. `wholeCallReader` asks it of each call as a streamed reply closes it.
+ */
+export function callsOf(json: string, toolNames: ReadonlySet<string>): TextToolCall[] | undefined {
   const parsed = safeParseJson(json.trim());
   if (!parsed.ok) return undefined;
   const items = Array.isArray(parsed.value) ? (parsed.value as unknown[]) : [parsed.value];
@@ -104,12 +101,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 /** One call: `{ name, arguments | parameters }`, or OpenAI's own `{ function: { name, arguments } }`. */
 function callOf(item: unknown, toolNames: ReadonlySet<string>): TextToolCall | undefined {
-  if (!isRecord(item) || !CALL_KEYS.has(Object.keys(item)[0] ?? '')) return undefined;
-  const offered = (name: unknown): name is string => typeof name === 'string' && toolNames.has(name);
-  if ('name' in item && !offered(item['name'])) return undefined;
+  if (!isRecord(item)) return undefined;
   const fields = isRecord(item['function']) ? item['function'] : item;
   const name = fields['name'];
-  if (!offered(name)) return undefined;
+  if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
   let input: unknown = fields['arguments'] ?? fields['parameters'] ?? {};
   if (typeof input === 'string') {
     const parsed = safeParseJson(input);

@@ -1,12 +1,9 @@
-import { createRequire } from 'node:module';
 import type * as JsoncParser from 'jsonc-parser';
-import { CALL_KEYS, MAX_CALL_TEXT } from './text-tool-calls.ts';
+import { jsoncLibrary } from '../validation/index.ts';
+import { callsOf, MAX_CALL_TEXT } from './text-tool-calls.ts';
 
-// jsonc-parser's scanner reads the JSON token by token, loaded with the first reply that opens
-// with JSON; its token kinds are a const enum, which isolated modules cannot read, so the
-// ones used are named here.
-let jsonc: typeof JsoncParser | undefined;
-const jsoncParser = (): typeof JsoncParser => (jsonc ??= createRequire(import.meta.url)('jsonc-parser') as typeof JsoncParser);
+// jsonc-parser's scanner reads the JSON token by token; its token kinds are a const enum, which
+// isolated modules cannot read, so the ones used are named here.
 const TOKEN = {
   openBrace: 1,
   closeBrace: 2,
@@ -43,25 +40,16 @@ function endingQuote(text: string, from: number): boolean {
   return false;
 }
 
-/** An object or array open in the JSON read so far, and what it is to a call. */
-interface Open {
-  array: boolean;
-  /** `calls`: the array of calls; `call`: one call's object; `function`: the object of its `function` key. */
-  role: 'calls' | 'call' | 'function' | 'other';
-  /** The keys read (an object), or the calls (the array of calls). */
-  count: number;
-  /** The key whose value comes next, undefined where a key comes next. */
-  key: string | undefined;
-}
-
 /**
  * Reads a streamed reply as it grows, for `localModelMiddleware`: the returned function, given
  * the text so far (each time the text before plus what came), says whether the text may still be
- * one call written whole as JSON, bare or in a ```` ```json ```` fence (as `parseTextToolCalls`
- * reads it). It says no, and no after, once the text cannot be one: a fence with
- * another language, a reply opening with anything but `{` or `[`, an array holding anything but
- * objects, a call's object opening with a key no call opens with (`CALL_KEYS`), a `name` that is not
- * one of `toolNames`, or text after the JSON (but a fence's end). Each call reads only what came.
+ * one call written whole as JSON, bare or in a ```` ```json ```` fence, as `parseTextToolCalls`
+ * would read the whole reply. It says no, and no after, only once no words to come can make the
+ * reply a call: a fence with another language, a reply opening with anything but `{` or `[`, what
+ * is not JSON, an array holding anything but objects, a call's object (the JSON, or one of its
+ * array) closed that `callsOf` does not read as a call, or text after the JSON (but a fence's end).
+ * Until a call's object closes it may be one, whatever its keys so far: a key written later may
+ * name the tool (`function`, or `name` again, the last counting). Each call reads only what came.
  */
 export function wholeCallReader(toolNames: ReadonlySet<string>): (text: string) => boolean {
   let ruledOut = false;
@@ -72,63 +60,45 @@ export function wholeCallReader(toolNames: ReadonlySet<string>): (text: string) 
   let scannedTo = 0;
   /** Where the JSON ends, once it has. */
   let end: number | undefined;
-  const open: Open[] = [];
+  /** The objects and arrays open at `read`: whether each is an array, and where it begins. */
+  const open: { array: boolean; at: number }[] = [];
 
-  /** Reads one value's token (or an object's or array's start) into the open object or array. */
-  const value = (kind: number, text: string | undefined): boolean => {
-    const top = open.at(-1);
-    const array = kind === TOKEN.openBracket;
-    if (top?.role === 'calls') {
-      if (kind !== TOKEN.openBrace) return false;
-      top.count += 1;
-      open.push({ array: false, role: 'call', count: 0, key: undefined });
-      return true;
-    }
-    if (top === undefined && kind !== TOKEN.openBrace && !array) return false;
-    if ((top?.role === 'call' || top?.role === 'function') && top.key === 'name' && (text === undefined || !toolNames.has(text))) return false;
-    if (kind === TOKEN.openBrace || array) {
-      const role = top === undefined ? (array ? 'calls' : 'call') : top.role === 'call' && top.key === 'function' && !array ? 'function' : 'other';
-      open.push({ array, role, count: 0, key: undefined });
-    }
-    return true;
-  };
+  /** Whether the JSON's array is the innermost open: it holds calls, each an object. */
+  const inCalls = (): boolean => open.length === 1 && open[0]?.array === true;
+  /** Whether a value of `kind` may stand where it begins. */
+  const mayStand = (kind: number): boolean => kind === TOKEN.openBrace || !inCalls();
 
-  /** Reads one token; false when the JSON can no longer be a call. */
-  const token = (scanner: JsoncParser.JSONScanner): boolean => {
+  /** Reads one token of `text`; false when the JSON can no longer be a call. */
+  const token = (scanner: JsoncParser.JSONScanner, text: string): boolean => {
     const kind = scanner.getToken() as number;
-    const top = open.at(-1);
     switch (kind) {
       case TOKEN.space:
       case TOKEN.lineBreak:
       case TOKEN.colon:
-        return true;
       case TOKEN.comma:
-        if (top !== undefined && !top.array) top.key = undefined;
+        return true;
+      case TOKEN.openBrace:
+      case TOKEN.openBracket:
+        if (!mayStand(kind)) return false;
+        open.push({ array: kind === TOKEN.openBracket, at: scanner.getTokenOffset() });
         return true;
       case TOKEN.closeBrace:
       case TOKEN.closeBracket: {
         const closed = open.pop();
         if (closed === undefined || closed.array !== (kind === TOKEN.closeBracket)) return false;
-        // An empty array of calls, or a call with no key, is none.
-        if (closed.count === 0 && (closed.role === 'calls' || closed.role === 'call')) return false;
-        if (open.length === 0) end = scanner.getPosition();
-        return true;
+        const after = scanner.getPosition();
+        if (open.length === 0) end = after;
+        // The JSON, or one object of its array, is whole: a call or not as the parser reads it.
+        const call = open.length === 0 || inCalls();
+        return !call || callsOf(text.slice(closed.at, after), toolNames) !== undefined;
       }
       case TOKEN.string:
-        if ((scanner.getTokenError() as number) !== NO_SCAN_ERROR) return false;
-        if (top !== undefined && !top.array && top.key === undefined) {
-          top.key = scanner.getTokenValue();
-          top.count += 1;
-          return top.role !== 'call' || top.count > 1 || CALL_KEYS.has(top.key);
-        }
-        return value(kind, scanner.getTokenValue());
-      case TOKEN.openBrace:
-      case TOKEN.openBracket:
+        return (scanner.getTokenError() as number) === NO_SCAN_ERROR && mayStand(kind);
       case TOKEN.null:
       case TOKEN.true:
       case TOKEN.false:
       case TOKEN.number:
-        return value(kind, undefined);
+        return mayStand(kind);
       default:
         // Comments and what is not JSON at all.
         return false;
@@ -163,7 +133,7 @@ export function wholeCallReader(toolNames: ReadonlySet<string>): (text: string) 
       scannedTo = text.length;
       return true;
     }
-    const scanner = jsoncParser().createScanner(text, false);
+    const scanner = jsoncLibrary().createScanner(text, false);
     scanner.setPosition(read);
     while (end === undefined && (scanner.scan() as number) !== TOKEN.end) {
       const kind = scanner.getToken() as number;
@@ -177,7 +147,7 @@ export function wholeCallReader(toolNames: ReadonlySet<string>): (text: string) 
         scannedTo = text.length;
         return true;
       }
-      if (!token(scanner)) return false;
+      if (!token(scanner, text)) return false;
       read = scanner.getPosition();
     }
     // After the JSON only space, and a fence's end for a fenced reply.

@@ -13,3 +13,4 @@ export { SchemaRefusedError } from './schema-refused-error.ts';
 export { boundedSchemaValidator } from './bounded-schema-validator.ts';
 export type { SchemaCheck, SchemaDialect } from './json-schema.ts';
 export { yamlLibrary } from './yaml.ts';
+export { jsoncLibrary } from './jsonc.ts';

@@ -102,6 +102,10 @@ describe('tool calls a local model writes as text', () => {
     ['Mistral [TOOL_CALLS]', '[TOOL_CALLS][{"name": "weather", "arguments": {"city": "Oslo"}}]'],
     ['a bare JSON reply', '{"name": "weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}'],
     ['a fenced JSON reply', '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```'],
+    ['a <tool_call> whose JSON opens with "index"', '<tool_call>{"index": 0, "name": "weather", "arguments": {"city": "Oslo"}}</tool_call>'],
+    ['[TOOL_CALLS] whose call opens with "call_id"', '[TOOL_CALLS][{"call_id": "a", "name": "weather", "arguments": {"city": "Oslo"}}]'],
+    ['bare JSON that opens with "tool_call_id"', '{"tool_call_id": "b", "name": "weather", "arguments": {"city": "Oslo"}}'],
+    ['JSON that gives its name twice, the last offered', '{"name": "nope", "name": "weather", "arguments": {"city": "Oslo"}}'],
   ])('generateText() runs the tool of %s and sends its result back', async (_form, text) => {
     server.script([{ text }, { text: 'It is 3 degrees in Oslo.' }]);
     const result = await generateText({
@@ -151,8 +155,13 @@ describe('tool calls a local model writes as text', () => {
   // Each reply is streamed whole, then its end is held back: what the reader sees meanwhile was shown before the end.
   it.each([
     ['a ```python fence', '```python\ndef add(a, b):\n    return a + b\n```\nCall it with two numbers.', '```python\ndef add(a, b):'],
-    ["a JSON example whose first key is no call's", '{"users": [{"id": 1, "name": "Ada"}]}\nThat is the list.', '{"users": [{"id": 1,'],
-    ['JSON that names a tool not offered', '```json\n{"name": "shell", "arguments": {"cmd": "ls"}}\n```\nThat runs ls.', '```json\n{"name": "shell",'],
+    ['a JSON example', '{"users": [{"id": 1, "name": "Ada"}]}\nThat is the list.', '{"users": [{"id": 1, "name": "Ada"}]}\nThat'],
+    ['an array of JSON examples', '[{"id": 1, "name": "Ada"}, {"id": 2, "name": "Bob"}]\nThose are the users.', '[{"id": 1, "name": "Ada"}'],
+    [
+      'JSON that names a tool not offered',
+      '```json\n{"name": "shell", "arguments": {"cmd": "ls"}}\n```\nThat runs ls.',
+      '```json\n{"name": "shell", "arguments": {"cmd": "ls"}}',
+    ],
     [
       'a call followed by prose',
       '{"name": "weather", "arguments": {"city": "Oslo"}} is how a call looks.',
@@ -173,8 +182,14 @@ describe('tool calls a local model writes as text', () => {
     expect(await result.toolCalls).toEqual([]);
   });
 
-  it('streamText() runs a call written as fenced JSON, showing none of its text', async () => {
-    server.script([{ text: '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```' }, { text: 'It is 3 degrees.' }]);
+  it.each([
+    ['fenced JSON', '```json\n{"name": "weather", "arguments": {"city": "Oslo"}}\n```'],
+    ['JSON that opens with "tool_call_id"', '{"tool_call_id": "b", "name": "weather", "arguments": {"city": "Oslo"}}'],
+    ['JSON that gives its name twice, the last offered', '{"name": "nope", "name": "weather", "arguments": {"city": "Oslo"}}'],
+    ["an array in OpenAI's form", '[{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\\"city\\": \\"Oslo\\"}"}}]'],
+    ['a <tool_call> whose JSON opens with "index"', '<tool_call>{"index": 0, "name": "weather", "arguments": {"city": "Oslo"}}</tool_call>'],
+  ])('streamText() runs a call written as %s, showing none of its text', async (_form, text) => {
+    server.script([{ text }, { text: 'It is 3 degrees.' }]);
     const result = streamText({
       model: resolver.resolve(ollama()),
       prompt: 'Weather in Oslo?',
@@ -188,13 +203,13 @@ describe('tool calls a local model writes as text', () => {
     expect((await result.steps)[0]?.toolCalls.map((call) => [call.toolName, call.input])).toEqual([['weather', { city: 'Oslo' }]]);
   });
 
-  it("parseTextToolCalls() reads JSON as a call only when it opens with a call's key and every name it gives is offered", () => {
+  it("parseTextToolCalls() reads a call's JSON whatever key it opens with, its name from `function` or the last `name`", () => {
     const tools = new Set(['weather']);
-    expect(parseTextToolCalls('{"type": "function", "function": {"name": "weather", "arguments": {}}}', tools)?.calls).toEqual([
-      { toolName: 'weather', input: {} },
-    ]);
-    expect(parseTextToolCalls('{"users": [], "name": "weather"}', tools)).toBeUndefined();
-    expect(parseTextToolCalls('{"name": "shell", "function": {"name": "weather"}}', tools)).toBeUndefined();
+    const call = [{ toolName: 'weather', input: {} }];
+    expect(parseTextToolCalls('{"type": "function", "function": {"name": "weather", "arguments": {}}}', tools)?.calls).toEqual(call);
+    expect(parseTextToolCalls('{"users": [], "name": "weather"}', tools)?.calls).toEqual(call);
+    expect(parseTextToolCalls('{"name": "shell", "function": {"name": "weather"}}', tools)?.calls).toEqual(call);
+    expect(parseTextToolCalls('{"name": "weather", "name": "shell"}', tools)).toBeUndefined();
   });
 
   it('parseTextToolCalls() reads several tagged calls and keeps the text around them', () => {
