@@ -5,9 +5,9 @@
  * (`approve <id>`, `deny <id>`) answered at once.
  */
 import type { ChannelConfig } from '../config/index.ts';
-import type { ChannelMessageRecord } from '../contracts/index.ts';
+import type { ChannelMessageClaim, ChannelMessageRecord } from '../contracts/index.ts';
 import { isLoomError, messageOf } from '../errors/index.ts';
-import { kernelAs, untilTurnHere } from '../kernel/index.ts';
+import { kernelAs, TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from '../kernel/index.ts';
 import type { ChannelAdapter, ReplyTarget } from './channel-adapter.ts';
 import type { ChannelAdmission } from './channel-admission.ts';
 import { askApproval, decideApproval } from './channel-approvals.ts';
@@ -20,6 +20,12 @@ const EDIT_INTERVAL_MS = 1000;
 
 /** How often a message another node is answering is looked at again, to take it up should that node be gone (decision 0061). */
 export const CLAIM_RETRY_MS = 2000;
+
+/** How long a message another node is answering is looked at, at most: as long as a turn running elsewhere is waited for. */
+export const CLAIM_WAIT_MS = TURN_ELSEWHERE_WAIT_MS;
+
+/** A message as this node finds it when it comes to answer it: its to answer (`held`), another node's (`elsewhere`), or neither. */
+type Look = { held: ChannelMessageRecord } | { elsewhere: string | null } | undefined;
 
 /** `approve <id>` or `deny <id>` (an id or its first 8 characters), the reply command where a platform has no buttons. */
 const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
@@ -47,7 +53,11 @@ export class ChannelAnswers {
     for (const [person, identities] of Object.entries(context.options.people ?? {})) for (const identity of identities) this.#personOf.set(identity, person);
   }
 
-  /** Answers a stored message after the others of its conversation (unless it is queued or answered here already). */
+  /**
+   * Answers a stored message after the others of its conversation (unless it is queued or answered
+   * here already). One another node is answering is left to it, and waited for outside the
+   * conversation, whose next messages are answered meanwhile (decision 0061).
+   */
   enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
     const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
     const id = `${channel.config.name}\u0000${message.platformId}`;
@@ -56,10 +66,16 @@ export class ChannelAnswers {
     const previous = this.#conversations.get(key) ?? Promise.resolve();
     const next = previous
       .then(() => this.#answer(channel, message))
-      .catch((error: unknown) =>
-        this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message'),
-      )
-      .finally(() => this.#pending.delete(id));
+      .then(
+        (elsewhere) => {
+          if (elsewhere === undefined) this.#pending.delete(id);
+          else this.#waitElsewhere(channel, message, elsewhere.claimedBy);
+        },
+        (error: unknown) => {
+          this.#pending.delete(id);
+          this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message');
+        },
+      );
     this.#conversations.set(key, next);
     void next.finally(() => {
       if (this.#conversations.get(key) === next) this.#conversations.delete(key);
@@ -67,29 +83,33 @@ export class ChannelAnswers {
   }
 
   /**
-   * Takes up a message stored and not answered (a previous process's, or another node's that
-   * polled the channel before): a reply command answered at once, as when it came in, in the
-   * background; another message queued in its conversation. One queued or answered here already
-   * is left as it is.
+   * Takes up a stored message (as it came in, or stored and not answered: a previous process's,
+   * or another node's that polled the channel before): a reply command answered at once, in the
+   * background, so that the platform's next messages do not wait for it; another message queued
+   * in its conversation. One queued or answered here already is left as it is. `adapter`: the
+   * channel's, as it starts (before the channel records it).
    */
-  takeUp(channel: RunningChannel, message: ChannelMessageRecord): void {
+  takeUp(channel: RunningChannel, message: ChannelMessageRecord, adapter = channel.adapter): void {
     if (this.#pending.has(`${channel.config.name}\u0000${message.platformId}`)) return;
-    const adapter = channel.adapter;
     const command = approvalCommandOf(channel.config, message.text);
     if (command === undefined || adapter === undefined) {
       this.enqueue(channel, message);
       return;
     }
-    const answered = this.answerCommand({ config: channel.config, adapter }, message, command);
-    // Counted with the conversations, so that `idle` waits for it.
-    const key = `${channel.config.name}\u0000${message.platformId}\u0000command`;
-    this.#conversations.set(key, answered);
-    void answered.finally(() => this.#conversations.delete(key));
+    this.#track(`${channel.config.name}\u0000${message.platformId}\u0000command`, this.answerCommand({ config: channel.config, adapter }, message, command));
   }
 
   /** Resolves once every message taken in so far is settled. */
   async idle(): Promise<void> {
     while (this.#conversations.size > 0) await Promise.allSettled([...this.#conversations.values()]);
+  }
+
+  /** Counts `work` with the conversations under `key`, so that `idle` waits for it. */
+  #track(key: string, work: Promise<void>): void {
+    this.#conversations.set(key, work);
+    void work.finally(() => {
+      if (this.#conversations.get(key) === work) this.#conversations.delete(key);
+    });
   }
 
   /**
@@ -110,20 +130,28 @@ export class ChannelAnswers {
     // Taken in once here: as it came in, and again from the stored ones not answered.
     if (this.#pending.has(id)) return;
     this.#pending.add(id);
+    let held = false;
+    let settled = false;
     try {
       // Decided by one node: another that took the channel over leaves it to the node deciding it, while that node lives.
-      if ((await this.#claim(channel, message.platformId)) === undefined) return;
-      if (!(await this.#admission.admit(config, adapter, message))) return;
+      const look = await this.#look(config, message.platformId);
+      if (look === undefined || ('elsewhere' in look && !(await this.#whileElsewhere(channel, message.platformId, look.elsewhere)))) return;
+      held = true;
+      if (!(await this.#admission.admit(config, adapter, message))) {
+        settled = true;
+        return;
+      }
       const text = await decideApproval(context, config, { user: { id: message.userId, name: message.userName }, ...command });
       // Decided whether or not the platform takes the words that say so.
       await reply(context, { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } }, text).catch((error: unknown) =>
         undelivered(context, { config, message, kind: 'approval-answer', error }),
       );
       await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
+      settled = true;
     } catch (error) {
       context.logger.error({ err: error, channel: config.name, platformId: message.platformId }, 'could not answer an approval command');
       // Settled, so that a restart does not take it up as a message for the agent.
-      await store.channels
+      settled = await store.channels
         .settle(
           config.name,
           message.platformId,
@@ -131,45 +159,76 @@ export class ChannelAnswers {
           `the approval command could not be answered: ${error instanceof Error ? error.message : String(error)}`,
           clock.now(),
         )
-        .catch(() => undefined);
+        .then(
+          () => true,
+          () => false,
+        );
     } finally {
       this.#pending.delete(id);
+      if (held && !settled) await this.#release(config.name, message.platformId);
     }
   }
 
-  /** Answers one stored message: policy, identity, the agent's turn (streamed by edits where the platform can), the reply. */
-  async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<void> {
+  /**
+   * Answers one stored message: policy, identity, the agent's turn (streamed by edits where the
+   * platform can), the reply. Taken up by this node before anything is shown to the person, as it
+   * stands now (edited or deleted on the platform while it waited); one another node answers is
+   * left to it (returned: the node holding it). An answer that ends without settling the message
+   * (the store failing) gives up its claim, so that another node may take it up.
+   */
+  async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<{ claimedBy: string | null } | undefined> {
+    const { config } = channel;
+    const adapter = channel.adapter;
+    if (adapter === undefined) return undefined;
+    const look = await this.#look(config, queued.platformId);
+    if (look === undefined) return undefined;
+    if ('elsewhere' in look) return { claimedBy: look.elsewhere };
+    const message = look.held;
+    const settled = { done: false };
+    try {
+      await this.#answerHeld({ config, adapter }, message, settled);
+    } finally {
+      if (!settled.done) await this.#release(config.name, message.platformId);
+    }
+    return undefined;
+  }
+
+  /** Answers a message this node holds; `settled.done` once it is recorded settled (by this node, or found settled by another). */
+  async #answerHeld(channel: { config: ChannelConfig; adapter: ChannelAdapter }, message: ChannelMessageRecord, settled: { done: boolean }): Promise<void> {
     const context = this.#context;
     const { logger } = context;
     const { kernel, store, clock } = context.options;
-    const { config } = channel;
-    const adapter = channel.adapter;
-    if (adapter === undefined) return;
-    // Taken up by this node before anything is shown to the person, as it stands now (edited or
-    // deleted on the platform while it waited); one another node answers is left to it.
-    const message = await this.#claim({ config, adapter }, queued.platformId);
-    if (message === undefined) return;
-    if (!(await this.#admission.admit(config, adapter, message))) return;
+    const { config, adapter } = channel;
+    if (!(await this.#admission.admit(config, adapter, message))) {
+      settled.done = true;
+      return;
+    }
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
     const way = { config, adapter, target };
-    const settle = (status: ChannelMessageRecord['status'], note: string | null): Promise<void> =>
-      store.channels.settle(config.name, message.platformId, status, note, clock.now());
+    const settle = async (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => {
+      await store.channels.settle(config.name, message.platformId, status, note, clock.now());
+      settled.done = true;
+    };
     /**
-     * Whether another node settled the message while this one answered it, or holds it now
-     * (decision 0061): this node was taken for gone (paused past its heartbeat) and another took
-     * the message up. The turn ran once (its key); its reply, or the apology, is not delivered
-     * twice. The claim is taken again to find out: when the store cannot be read, it is delivered,
-     * a second copy rather than none.
+     * Whether the message is no longer this node's to answer (decision 0061): settled by another
+     * node meanwhile, deleted on the platform (`ignored`), or held by another node now (this node
+     * was taken for gone, paused past its heartbeat, and another took the message up). The turn
+     * ran once (its key); its reply, or the apology, is not delivered twice. The claim is taken
+     * again to find out (a read while this node holds it): when the store cannot be read, it is
+     * delivered, a second copy rather than none.
      */
     const answeredElsewhere = async (): Promise<boolean> => {
       const claim = await store.channels.claim(config.name, message.platformId).catch(() => undefined);
-      const status = claim?.message.status;
-      if (status !== 'answered' && status !== 'failed' && !(status === 'received' && claim?.held === false)) return false;
+      if (claim === undefined || claim.held) return false;
+      const status = claim.message.status;
+      settled.done = status !== 'received';
       logger.info(
-        { channel: config.name, platformId: message.platformId, status },
+        { channel: config.name, platformId: message.platformId, status, claimedBy: claim.claimedBy },
         status === 'received'
-          ? `channel "${config.name}": message "${message.platformId}" was taken up by another node meanwhile; answered there, not here`
-          : `channel "${config.name}": message "${message.platformId}" was settled by another node meanwhile; not answered again here`,
+          ? `channel "${config.name}": message "${message.platformId}" was taken up by ${nodeNamed(claim.claimedBy)} meanwhile; answered there, not here`
+          : status === 'ignored'
+            ? `channel "${config.name}": message "${message.platformId}" was withdrawn while it was answered (${claim.message.note ?? 'ignored'}); its reply is not delivered`
+            : `channel "${config.name}": message "${message.platformId}" was settled by another node meanwhile; not answered again here`,
       );
       return true;
     };
@@ -235,7 +294,14 @@ export class ChannelAnswers {
       if (await answeredElsewhere()) return;
       const [first = '', ...rest] = splitReply(result.text === '' ? '(no reply)' : result.text, adapter.maxMessageLength);
       try {
-        await deliver(context, config.name, () => show(first));
+        // Tried again while the platform is away, as long as the message is still this node's.
+        let tries = 0;
+        const shown = await deliver(context, config.name, async () => {
+          if (tries++ > 0 && (await answeredElsewhere())) return false;
+          await show(first);
+          return true;
+        });
+        if (!shown) return;
         await sendParts(context, way, rest);
       } catch (error) {
         // The answer is in the session; only the platform did not take it.
@@ -275,28 +341,87 @@ export class ChannelAnswers {
   }
 
   /**
-   * Takes a message up for this node to answer (its claim, decision 0061), as it stands now;
-   * undefined when it is not this node's to answer: settled, withdrawn, no longer stored, or its
-   * channel no longer run here. One another node (alive) is answering is looked at again every
-   * {@link CLAIM_RETRY_MS} on the service's clock, until that node settles it or is gone (then it
-   * is taken up here).
+   * Takes a message up for this node to answer (its claim, decision 0061), as it stands now:
+   * `held`, this node's; `elsewhere`, another node (alive) is answering it; undefined when there is
+   * nothing to answer (settled, withdrawn, not stored). A claim whose answer does not come back
+   * (the store failing) is given up, in case it was taken.
    */
-  async #claim(channel: { config: ChannelConfig; adapter: ChannelAdapter }, platformId: string): Promise<ChannelMessageRecord | undefined> {
-    const context = this.#context;
-    const { store, clock } = context.options;
-    const name = channel.config.name;
-    for (let looks = 0; ; looks += 1) {
-      const claim = await store.channels.claim(name, platformId);
-      if (claim?.message.status !== 'received') return undefined;
-      if (claim.held) return claim.message;
-      if (looks === 0)
-        context.logger.info(
-          { channel: name, platformId },
-          `channel "${name}": message "${platformId}" is being answered by another node; left to it while it runs`,
-        );
-      await clock.sleep(CLAIM_RETRY_MS, { signal: context.stopping }).catch(() => undefined);
-      if (context.stopping.aborted || context.running.get(name)?.adapter !== channel.adapter) return undefined;
+  async #look(config: ChannelConfig, platformId: string): Promise<Look> {
+    let claim: ChannelMessageClaim | undefined;
+    try {
+      claim = await this.#context.options.store.channels.claim(config.name, platformId);
+    } catch (error) {
+      await this.#release(config.name, platformId);
+      throw error;
     }
+    if (claim?.message.status !== 'received') return undefined;
+    return claim.held ? { held: claim.message } : { elsewhere: claim.claimedBy };
+  }
+
+  /**
+   * Looks again at a message another node (alive) is answering, every {@link CLAIM_RETRY_MS} on the
+   * service's clock, until that node settles it (false), is gone (true: this node holds it now), or
+   * the channel stops running here (false); for {@link CLAIM_WAIT_MS} at most, then says so (false:
+   * the message is looked at again when the channel's unanswered messages are next listed here).
+   */
+  async #whileElsewhere(
+    channel: { config: ChannelConfig; adapter: ChannelAdapter | undefined },
+    platformId: string,
+    claimedBy: string | null,
+  ): Promise<boolean> {
+    const context = this.#context;
+    const { clock } = context.options;
+    const name = channel.config.name;
+    const adapter = channel.adapter;
+    let holder = claimedBy;
+    context.logger.info(
+      { channel: name, platformId, claimedBy: holder },
+      `channel "${name}": message "${platformId}" is being answered by ${nodeNamed(holder)}; left to it while it runs`,
+    );
+    const until = clock.now() + CLAIM_WAIT_MS;
+    for (;;) {
+      await clock.sleep(CLAIM_RETRY_MS, { signal: context.stopping }).catch(() => undefined);
+      if (context.stopping.aborted || context.running.get(name)?.adapter !== adapter) return false;
+      const look = await this.#look(channel.config, platformId);
+      if (look === undefined) return false;
+      if ('held' in look) return true;
+      holder = look.elsewhere ?? holder;
+      if (clock.now() >= until) {
+        context.logger.error(
+          { channel: name, platformId, claimedBy: holder },
+          `channel "${name}": message "${platformId}" has been held by ${nodeNamed(holder)} for ${CLAIM_WAIT_MS / 60_000} minutes and is still not answered; no longer waited for here`,
+        );
+        return false;
+      }
+    }
+  }
+
+  /** Waits, outside its conversation, for a message another node holds; answers it once this node holds it. */
+  #waitElsewhere(channel: RunningChannel, message: ChannelMessageRecord, claimedBy: string | null): void {
+    const id = `${channel.config.name}\u0000${message.platformId}`;
+    const waited = this.#whileElsewhere(channel, message.platformId, claimedBy).then(
+      (held) => {
+        this.#pending.delete(id);
+        if (held) this.enqueue(channel, message);
+      },
+      (error: unknown) => {
+        this.#pending.delete(id);
+        this.#context.logger.error({ err: error, channel: channel.config.name, platformId: message.platformId }, 'could not answer a channel message');
+      },
+    );
+    this.#track(`${id}\u0000elsewhere`, waited);
+  }
+
+  /** Gives up this node's claim on a message it did not settle, so that another node takes it up at once; a failure is logged. */
+  async #release(channel: string, platformId: string): Promise<void> {
+    await this.#context.options.store.channels
+      .release(channel, platformId)
+      .catch((error: unknown) =>
+        this.#context.logger.error(
+          { err: error, channel, platformId },
+          `channel "${channel}": could not give up message "${platformId}", left unanswered here; another node takes it up once this one is gone`,
+        ),
+      );
   }
 
   /**
@@ -309,4 +434,9 @@ export class ChannelAnswers {
   #untilNotElsewhere<T>(send: () => Promise<T>): Promise<T> {
     return untilTurnHere(send, this.#context.options.clock, this.#context.stopping);
   }
+}
+
+/** A node holding a message, for the log: `node <id>` (as `GET /api/cluster` lists the nodes), or another node. */
+function nodeNamed(id: string | null): string {
+  return id === null ? 'another node' : `node ${id}`;
 }

@@ -8,7 +8,7 @@ import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageRecord } from '../contracts/index.ts';
 import type { InboundChange, InboundChoice } from './channel-adapter.ts';
 import { adapterOf } from './channel-adapters.ts';
-import { approvalCommandOf, type ChannelAnswers } from './channel-answers.ts';
+import type { ChannelAnswers } from './channel-answers.ts';
 import { decideApproval } from './channel-approvals.ts';
 import type { ChannelContext, ChannelPollLease, RunningChannel } from './channel-context.ts';
 
@@ -122,9 +122,8 @@ export class ChannelRunner {
             updatedAt: at,
           };
           const stored = await store.channels.receive(record);
-          const command = approvalCommandOf(config, inbound.text);
-          if (stored && command !== undefined) await this.#answers.answerCommand({ config, adapter }, record, command);
-          else if (stored) this.#answers.enqueue(channel, record);
+          // Answered in the background (a reply command too): the platform's next messages do not wait for it.
+          if (stored) this.#answers.takeUp(channel, record, adapter);
           return { duplicate: !stored };
         },
         onChoice,

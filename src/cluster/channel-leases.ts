@@ -1,8 +1,6 @@
 import pg from 'pg';
 import type { Logger } from '../contracts/index.ts';
-
-/** The server's clock in whole milliseconds, as SQL: leases are the database's time, so skewed nodes agree. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+import { SERVER_NOW_MS as NOW_MS } from '../store/index.ts';
 
 /**
  * Takes the lease on a channel, or renews it: in one statement, so that of two nodes asking at

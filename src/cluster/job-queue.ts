@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { z } from 'zod';
 import type { ClaimedJob, JobCounts, JobKind, JobRequest, JsonObject } from '../contracts/index.ts';
-import { inTransaction } from '../store/index.ts';
+import { inTransaction, SERVER_NOW_MS as NOW_MS } from '../store/index.ts';
 import { messageOf } from '../errors/index.ts';
 
 /** How long a node holds a job it took before another node may take it again, unless renewed, in milliseconds. */
@@ -25,9 +25,6 @@ export const DEFAULT_JOB_POLL_MS = 1_000;
 
 /** The channel a node is told on (`NOTIFY loom_jobs`, empty payload) that a job may be taken. */
 export const JOB_CHANNEL = 'loom_jobs';
-
-/** The server's clock in whole milliseconds, as SQL: leases are the database's time, so skewed nodes agree. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /** What the queue's statements run on: a pool (each call may take another connection). */
 export type JobDatabase = Pick<pg.Pool, 'query' | 'connect'>;

@@ -3,6 +3,7 @@ import type { ClusterNodeView, ClusterView, JobCounts, Logger } from '../contrac
 import { messageOf, StoreError } from '../errors/index.ts';
 import type { ClusterNode } from './cluster-node.ts';
 import { readJobCounts } from './job-queue.ts';
+import { NODE_STALE_AFTER_MS, nodeAliveSql, SERVER_NOW_MS as NOW_MS } from '../store/index.ts';
 
 /**
  * The advisory lock the leader holds for as long as its lock connection lives: `Loom` and `Lead`
@@ -20,8 +21,8 @@ export const LINEAGE_LOCK_KEYS = [0x4c6f6f6d, 0x54726565] as const;
 /** How often a node records its heartbeat, in milliseconds. */
 export const DEFAULT_HEARTBEAT_MS = 2_000;
 
-/** A node whose heartbeat is older than this is shown as gone, in milliseconds. */
-export const DEFAULT_STALE_AFTER_MS = 10_000;
+/** A node whose heartbeat is older than this is shown as gone, in milliseconds (the store's claims count the same). */
+export const DEFAULT_STALE_AFTER_MS = NODE_STALE_AFTER_MS;
 
 /** How often a node that does not lead tries for the lock (and a node that lost its connection reconnects), in milliseconds. */
 export const DEFAULT_ELECTION_RETRY_MS = 2_000;
@@ -64,9 +65,6 @@ export interface PostgresClusterOptions {
   /** How long `exclusive` waits for another node's spawn or update (default 30 s). */
   lineageWaitMs?: number;
 }
-
-/** The server's clock in whole milliseconds, as SQL. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /** The advisory lock as `pg_locks` shows it, in this database. */
 const LEADER_LOCK_ROW = `locktype = 'advisory' AND classid = ${LEADER_LOCK_KEYS[0]}::oid AND objid = ${LEADER_LOCK_KEYS[1]}::oid AND objsubid = 2 AND granted
@@ -115,6 +113,8 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   const logger = options.logger.child({ subsystem: 'cluster', node: name });
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const staleAfterMs = options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS;
+  /** A row of `loom_nodes` is of a node alive, as SQL. */
+  const alive = nodeAliveSql('loom_nodes', staleAfterMs);
   const retryMs = options.retryMs ?? DEFAULT_ELECTION_RETRY_MS;
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const pool = new pg.Pool({ connectionString: url, max: 2, connectionTimeoutMillis: connectTimeoutMs, application_name: 'loom-cluster', keepAlive: true });
@@ -134,6 +134,8 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   let leader = false;
   let started = false;
   let stopped = false;
+  /** No longer tries to lead (the daemon is stopping), though it still runs and beats. */
+  let resigned = false;
   let outdated = false;
   let nodeUrl: string | null = null;
   let heartbeatTimer: NodeJS.Timeout | undefined;
@@ -169,7 +171,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   }
 
   function scheduleElection(): void {
-    if (stopped || outdated || leader || retryTimer !== undefined) return;
+    if (stopped || resigned || outdated || leader || retryTimer !== undefined) return;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
       void elect();
@@ -203,11 +205,11 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   function elect(): Promise<void> {
     electing ??= (async () => {
       try {
-        if (stopped || outdated || leader) return;
+        if (stopped || resigned || outdated || leader) return;
         const client = lockClient ?? (await connectLockClient());
         const result = await onLock(() => client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [...LEADER_LOCK_KEYS]));
         if (result.rows[0]?.locked !== true || client !== lockClient) return;
-        if (stopped) {
+        if (stopped || resigned) {
           await onLock(() => client.query('SELECT pg_advisory_unlock($1, $2)', [...LEADER_LOCK_KEYS])).catch(() => undefined);
           return;
         }
@@ -271,11 +273,22 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     }
   }
 
+  /** Stops leading for good (the daemon is stopping); the node still beats until it stops. */
+  async function resign(): Promise<void> {
+    if (stopped || resigned) return;
+    resigned = true;
+    clearTimeout(retryTimer);
+    await electing;
+    stepDown('the daemon is stopping');
+    const client = lockClient;
+    lockClient = undefined;
+    lockPid = null;
+    // Ending the session frees the lock: another node takes over at its next try.
+    await client?.end().catch(() => undefined);
+  }
+
   async function readNodes(): Promise<{ rows: NodeRow[]; leaderPid: number | null; jobs: JobCounts }> {
-    const nodes = await pool.query<NodeRow>(
-      `SELECT id, name, url, version, lock_pid, started_at::text, last_seen::text, (stopped_at IS NULL AND last_seen >= ${NOW_MS} - $1) AS alive FROM loom_nodes`,
-      [staleAfterMs],
-    );
+    const nodes = await pool.query<NodeRow>(`SELECT id, name, url, version, lock_pid, started_at::text, last_seen::text, (${alive}) AS alive FROM loom_nodes`);
     const lock = await pool.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE ${LEADER_LOCK_ROW}`);
     return { rows: nodes.rows, leaderPid: lock.rows[0]?.pid ?? null, jobs: await readJobCounts(pool) };
   }
@@ -308,10 +321,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     },
 
     async othersAlive() {
-      const result = await pool.query<{ count: number }>(
-        `SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`,
-        [id, staleAfterMs],
-      );
+      const result = await pool.query<{ count: number }>(`SELECT count(*)::int AS count FROM loom_nodes WHERE id <> $1 AND ${alive}`, [id]);
       return (result.rows[0]?.count ?? 0) > 0;
     },
 
@@ -353,10 +363,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
     async liveNode(other) {
       let result: pg.QueryResult<{ name: string; url: string | null }>;
       try {
-        result = await pool.query<{ name: string; url: string | null }>(
-          `SELECT name, url FROM loom_nodes WHERE id = $1 AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - $2`,
-          [other, staleAfterMs],
-        );
+        result = await pool.query<{ name: string; url: string | null }>(`SELECT name, url FROM loom_nodes WHERE id = $1 AND ${alive}`, [other]);
       } catch (error) {
         throw new StoreError(`cannot read the nodes on ${target}: ${messageOf(error)}`, { cause: error, details: { database: target } });
       }
@@ -385,17 +392,13 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       void heartbeat();
     },
 
+    resign,
+
     async stop() {
       if (stopped) return;
+      await resign();
       stopped = true;
       clearInterval(heartbeatTimer);
-      clearTimeout(retryTimer);
-      await electing;
-      stepDown('the daemon is stopping');
-      const client = lockClient;
-      lockClient = undefined;
-      // Ending the session frees the lock: another node takes over at its next try.
-      await client?.end().catch(() => undefined);
       if (started)
         await pool.query(`UPDATE loom_nodes SET stopped_at = ${NOW_MS}, last_seen = ${NOW_MS}, lock_pid = NULL WHERE id = $1`, [id]).catch(() => undefined);
       await pool.end().catch(() => undefined);

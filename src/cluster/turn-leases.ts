@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '../contracts/index.ts';
 import { messageOf } from '../errors/index.ts';
-import { DEFAULT_TURN_LEASE_MS } from '../store/index.ts';
+import { DEFAULT_TURN_LEASE_MS, SERVER_NOW_MS as NOW_MS } from '../store/index.ts';
 
 /** How often a node looks for turns whose lease lapsed, in milliseconds (a third of the lease when that is shorter). */
 export const DEFAULT_TURN_POLL_MS = 1_000;
@@ -11,9 +11,6 @@ const TAKE_OVER_LIMIT = 16;
 
 /** The shortest time a statement may wait for its answer, in milliseconds (else a lease, when longer). */
 const MIN_STATEMENT_TIMEOUT_MS = 5_000;
-
-/** The server's clock in whole milliseconds, as SQL: leases are the database's time, so skewed nodes agree. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /** Extends this node's leases on the turns it runs ($1), returning those it still holds. */
 const RENEW_SQL = `

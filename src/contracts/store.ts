@@ -754,6 +754,8 @@ export interface ChannelMessageClaim {
   message: ChannelMessageRecord;
   /** Whether this node holds it now, to answer it: it is `received`, and no other node alive holds it. */
   held: boolean;
+  /** The id of the node holding it (this one when `held`), as the cluster shows it; null when none does, or alone (SQLite). */
+  claimedBy: string | null;
 }
 
 /** Channel messages and pairings. */
@@ -777,6 +779,12 @@ export interface ChannelRepository {
    * Undefined when the message is not stored.
    */
   claim(channel: string, platformId: string): Promise<ChannelMessageClaim | undefined>;
+  /**
+   * Gives up this node's claim on a message it took up and did not settle (its answer gave up),
+   * so that another node may take it up at once; nothing when the message is settled or another
+   * node holds it, and nothing alone (SQLite).
+   */
+  release(channel: string, platformId: string): Promise<void>;
   /**
    * Messages of a channel still `received` (a crash came between storing and answering), oldest
    * first; with `notClaimedHere`, only those this node has not taken up (on a shared database).

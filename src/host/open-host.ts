@@ -365,12 +365,15 @@ export async function openHost(options: HostOptions): Promise<Host> {
         await packageRuntime.shutdown();
         // No timed work is left here: the lock goes, and another node leads while this one ends its turns.
         scheduler?.stopAll();
-        await joined.stop();
+        await joined.resign();
         await kernel.shutdown();
         // Renewed until the turns here are committed.
         await leases?.stop();
         // What channels were answering has ended with the turns; its outcome is stored before the store closes.
         await channels.idle();
+        // Shown stopped only now: until then the messages it answers are its own (their claims
+        // stand while it is alive, decision 0061), and no other node answers them a second time.
+        await joined.stop();
         await codeModules.close();
         await mcp?.stop();
         await store.close();

@@ -8,6 +8,7 @@ import { migrations, readSchemaVersion } from './migrations.ts';
 import { inTransaction } from './postgres-connection.ts';
 import { toPostgresOpenError, toPostgresStoreError } from './postgres-errors.ts';
 import { applyPostgresMigrations } from './postgres-migrations.ts';
+import { nodeAliveSql } from './server-clock.ts';
 import { toOpenError } from './sqlite-errors.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS } from './sqlite-store.ts';
 import { checksumPostgresTable, checksumSqliteTable, type PostgresColumn, quoteIdentifier } from './table-checksum.ts';
@@ -17,9 +18,6 @@ export const DEFAULT_COPY_CONNECT_TIMEOUT_MS = 10_000;
 
 /** How long the copy waits for the locks on the target's tables (held by a node running on it) before it fails. */
 export const DEFAULT_COPY_LOCK_TIMEOUT_MS = 10_000;
-
-/** A node whose heartbeat is older than this is gone (as `src/cluster/` counts it). */
-const NODE_STALE_AFTER_MS = 10_000;
 
 /** An INSERT carries at most this many parameters, and about this many bytes of text. */
 const BATCH_PARAMETERS = 10_000;
@@ -222,10 +220,7 @@ async function copyInTransaction(input: TransactionInput): Promise<Pick<StoreCop
 }
 
 async function assertNoLiveNode(client: pg.PoolClient, sqlitePath: string, target: string): Promise<void> {
-  const { rows } = await client.query<{ name: string }>(
-    `SELECT name FROM loom_nodes WHERE stopped_at IS NULL AND last_seen >= (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1 ORDER BY name COLLATE "C"`,
-    [NODE_STALE_AFTER_MS],
-  );
+  const { rows } = await client.query<{ name: string }>(`SELECT name FROM loom_nodes WHERE ${nodeAliveSql()} ORDER BY name COLLATE "C"`);
   if (rows.length > 0) {
     const nodes = rows.map((row) => `"${row.name}"`).join(', ');
     throw new StoreConflictError(

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { StoreError } from '../errors/index.ts';
 import { assertOrdered, type Migration, RENAME_EVENT_TYPES_SQL } from './migrations.ts';
 import { inTransaction } from './postgres-connection.ts';
+import { SERVER_NOW_MS } from './server-clock.ts';
 
 /**
  * The advisory lock (one 64-bit key, `Loom` in ASCII) held while the schema is migrated, so that
@@ -488,10 +489,7 @@ export async function applyPostgresMigrations(pool: pg.Pool, target: string, ste
       if (step.version <= current) continue;
       try {
         await client.query(step.sql);
-        await client.query('INSERT INTO loom_schema (version, name, applied_at) VALUES ($1, $2, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)', [
-          step.version,
-          step.name,
-        ]);
+        await client.query(`INSERT INTO loom_schema (version, name, applied_at) VALUES ($1, $2, ${SERVER_NOW_MS})`, [step.version, step.name]);
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
         throw new StoreError(

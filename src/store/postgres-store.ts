@@ -22,6 +22,7 @@ import { applyPostgresMigrations, postgresMigrations, readPostgresSchemaVersion 
 import { PostgresSessionRepository } from './postgres-session-repository.ts';
 import { PostgresUsageRepository } from './postgres-usage-repository.ts';
 import { PostgresTurnJournalRepository } from './postgres-turn-journal-repository.ts';
+import { SERVER_NOW_MS } from './server-clock.ts';
 
 /** How many connections one store opens at most, unless told otherwise. */
 export const DEFAULT_POSTGRES_POOL_SIZE = 10;
@@ -151,7 +152,7 @@ export async function inspectPostgresDatabase(url: string, options: { connectTim
     await client.connect();
     const schemaVersion = await readPostgresSchemaVersion(client);
     const sent = Date.now();
-    const clock = await client.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now');
+    const clock = await client.query<{ now: number }>(`SELECT ${SERVER_NOW_MS} AS now`);
     const localTime = Math.round((sent + Date.now()) / 2);
     return { target, schemaVersion, latestVersion: postgresMigrations.at(-1)?.version ?? 0, serverTime: clock.rows[0]?.now ?? Number.NaN, localTime };
   } catch (error) {
@@ -186,7 +187,7 @@ function createPostgresStore(connection: PostgresConnection, schemaVersion: numb
     ping(): Promise<{ schemaVersion: number; serverTime: number }> {
       return connection.execute(
         async (db) => {
-          const now = await db.query<{ now: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS now');
+          const now = await db.query<{ now: number }>(`SELECT ${SERVER_NOW_MS} AS now`);
           return { schemaVersion: await readPostgresSchemaVersion(db), serverTime: now.rows[0]?.now ?? Number.NaN };
         },
         () => ({ action: 'reach the database' }),

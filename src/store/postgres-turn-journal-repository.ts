@@ -3,10 +3,8 @@ import { LoomError, StoreConflictError, StoreNotFoundError } from '../errors/ind
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
 import { parseRow, type Row } from './rows.ts';
+import { SERVER_NOW_MS as NOW_MS } from './server-clock.ts';
 import { turnJournalColumns as columns, turnJournalRow, turnStepColumns, turnStepRow } from './table-rows.ts';
-
-/** The server's clock in whole milliseconds, as SQL: a lease is the database's time, so nodes with skewed clocks agree. */
-const NOW_MS = '(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 /** How long a node holds a turn it records before another node may take it over, unless renewed (decision 0061). */
 export const DEFAULT_TURN_LEASE_MS = 15_000;

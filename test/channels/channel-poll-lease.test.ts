@@ -4,7 +4,7 @@ import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fak
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
-import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
+import { createJsonLogRecorder, openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 // Two nodes on one PostgreSQL database, both configured with the same Telegram channel (long
@@ -17,6 +17,8 @@ const model = useScriptedModelServer();
 let dir: Awaited<ReturnType<typeof makeTempDir>>;
 let telegram: FakeTelegramServer;
 const hosts: TestHost[] = [];
+/** What each node wrote to its log (JSON records), by node name. */
+const logs = new Map<string, Record<string, unknown>[]>();
 
 const ADA = { id: 42, first_name: 'Ada' };
 const ADA_CHAT = { id: 42, type: 'private' as const };
@@ -51,7 +53,14 @@ async function node(name: string, database: { name: string; url: string }): Prom
       },
     ],
   };
-  const host = await openTestHost(`${dir.path}/${name}`, config, { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token }, { clock: createFakeClock() });
+  const recorder = createJsonLogRecorder();
+  logs.set(name, recorder.records);
+  const host = await openTestHost(
+    `${dir.path}/${name}`,
+    config,
+    { ...TEST_KEYS, TELEGRAM_BOT_TOKEN: telegram.token },
+    { clock: createFakeClock(), logger: recorder.logger },
+  );
   // Alive, as a daemon's heartbeat says (these hosts beat none): seen last an hour ahead, until it dies.
   await postgres.query(
     `INSERT INTO loom_nodes (id, name, version, schema_version, started_at, last_seen) VALUES ($1, $2, 'test', 0, ${NOW_MS}, ${NOW_MS} + 3600000)`,
@@ -100,6 +109,39 @@ function turnOf(database: string, platformId: string): Promise<string> {
 
 /** What the person sees in the chat: the bot's messages, as last edited. */
 const chat = (): string[] => telegram.sent.map((message) => message.text);
+
+/** Node `name`'s log lines (their messages) that contain `text`. */
+const logged = (name: string, text: string): string[] =>
+  (logs.get(name) ?? []).map((record) => String(record['msg'])).filter((message) => message.includes(text));
+
+/** Node `name` has said, `times` times, that it leaves the message `platformId` to the node holding it, named. */
+const leftTo = (name: string, platformId: string, holder: TestHost, times = 1): boolean =>
+  logged(name, `message "${platformId}" is being answered by node ${holder.cluster.id}`).length >= times;
+
+/**
+ * The database refuses the next `count` settlings of a channel message (a status written), as a
+ * store gone away a moment does; the claims, which write no status, go through.
+ */
+async function failSettles(database: string, count: number): Promise<void> {
+  await postgres.query(
+    `CREATE SEQUENCE settle_failures;
+     CREATE FUNCTION fail_settle() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.status IS DISTINCT FROM OLD.status AND nextval('settle_failures') <= ${count} THEN RAISE EXCEPTION 'the store is away'; END IF;
+         RETURN NEW;
+       END $$;
+     CREATE TRIGGER fail_settle BEFORE UPDATE ON channel_messages FOR EACH ROW EXECUTE FUNCTION fail_settle();`,
+    [],
+    database,
+  );
+}
+
+/** B takes the channel over from A, which is slow (renews nothing): A's lease lapses, B's next look takes it. */
+async function takeOver(database: string, b: TestHost): Promise<void> {
+  await lapse(database);
+  await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+  await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+}
 
 describe('a channel that polls its platform, configured on two nodes of one database', () => {
   it('is polled by one node; the other stands by, and takes over once the lease lapses unrenewed, the first then stopping', async () => {
@@ -182,7 +224,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await lapse(database.name);
     await b.clock.advance((LEASE_SECONDS * 1000) / 3);
     await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
-    await waitFor('node B to wait for the turn running on node A', () => b.clock.pending() >= 2);
+    await waitFor('node B to leave the message to node A, answering it', () => leftTo('node-b', message?.platformId ?? '', a));
 
     // A's turn ends; A delivers its reply. B, asking again, gets the same turn's reply, and the
     // message already answered.
@@ -209,17 +251,13 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await lapse(database.name);
     await b.clock.advance((LEASE_SECONDS * 1000) / 3);
     await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
-    await waitFor('node B to wait for the message', () => b.clock.pending() >= 2);
+    await waitFor('node B to leave the message to node A', () => leftTo('node-b', platformId, a));
 
     // A's turn ends; the platform is away a moment when A puts its words on their way (the words
     // it streams, then its reply): A's reply waits for its next attempt, the message not settled yet.
-    const idle = a.clock.pending();
     telegram.failSends(2);
     release();
-    await waitFor(
-      'node A to wait to deliver its reply',
-      () => telegram.calls.filter((call) => call === 'sendMessage').length === 2 && a.clock.pending() > idle,
-    );
+    await waitFor('node A to wait to deliver its reply', () => logged('node-a', 'a reply could not be delivered; trying again').length === 1);
     expect((await a.store.channels.get('tg', platformId))?.status).toBe('received');
 
     // B looks again meanwhile: the message is A's to answer, A alive. A delivers; B, looking
@@ -252,7 +290,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await lapse(database.name);
     await b.clock.advance((LEASE_SECONDS * 1000) / 3);
     await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
-    await waitFor('node B to wait for the message', () => b.clock.pending() >= 2);
+    await waitFor('node B to leave the message to node A', () => leftTo('node-b', platformId, a));
 
     // A dies: its heartbeat stops (the last one long past), and B takes its turn over (as its look
     // for lapsed turns does) and finishes it.
@@ -306,5 +344,74 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await b.clock.advance((LEASE_SECONDS * 1000) / 3);
     await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', '42:7'))?.status === 'answered');
     expect(chat()).toEqual(['Hello Ada.']);
+  }, 60_000);
+
+  it('a message deleted on the platform while it is answered gets no reply, streamed or delivered', async () => {
+    const { a } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [message] = await a.store.channels.recent('tg', 1);
+    const platformId = message?.platformId ?? '';
+
+    // Deleted on the platform meanwhile (as the adapters report it).
+    expect(await a.store.channels.amend('tg', platformId, { withdrawn: 'deleted on the platform before it was answered' }, a.clock.now())).toBe(true);
+    release();
+    await a.channels.idle();
+    expect(chat()).toEqual([]);
+    expect(logged('node-a', 'was withdrawn while it was answered')).toHaveLength(1);
+    expect(await a.store.channels.get('tg', platformId)).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
+  }, 60_000);
+
+  it('a message whose answer could not be recorded is given up by its node, and the node that took the channel over answers it', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [message] = await a.store.channels.recent('tg', 1);
+    const platformId = message?.platformId ?? '';
+    await takeOver(database.name, b);
+    await waitFor('node B to leave the message to node A, naming it', () => leftTo('node-b', platformId, a));
+
+    // A delivers its reply, but the store refuses to record it answered: A gives the message up.
+    await failSettles(database.name, 1);
+    release();
+    await waitFor('node A to give up', () => logged('node-a', 'could not record it as answered').length === 1);
+    await a.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+
+    // B, looking again, takes it up (before, it waited on A as long as A ran): the turn's reply,
+    // delivered again rather than the chat held up.
+    await b.clock.advance(2_000);
+    await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', platformId))?.status === 'answered');
+    expect(chat()).toEqual(['Hello Ada.', 'Hello Ada.']);
+    expect(model.requests).toHaveLength(1);
+  }, 60_000);
+
+  it('a later message of a chat whose earlier message another node is answering is answered meanwhile, not held up behind it', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [first] = await a.store.channels.recent('tg', 1);
+    await takeOver(database.name, b);
+    await waitFor('node B to leave the first message to node A', () => leftTo('node-b', first?.platformId ?? '', a));
+    // A, at its next renewal, stops polling (it answers still): the next message reaches B.
+    await a.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node A to stand by', async () => (await stateOf(a)) === 'standby');
+
+    telegram.push(ADA_CHAT, ADA, 'What time is it?');
+    await waitFor('node B to answer the second message', () => chat().includes('It is noon.'));
+    release();
+    await waitFor('node A to answer the first message', async () => (await a.store.channels.get('tg', first?.platformId ?? ''))?.status === 'answered');
+    await b.clock.advance(2_000);
+    await b.channels.idle();
+    expect([...chat()].sort()).toEqual(['Hello Ada.', 'It is noon.']);
   }, 60_000);
 });

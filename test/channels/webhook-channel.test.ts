@@ -124,9 +124,12 @@ describe('a webhook channel', () => {
     await waitFor('the approval request reply', () => received.some((reply) => reply.body.text.includes('Reply "approve')));
     const short = /Reply "approve ([0-9a-f]{8})"/.exec(received[0]?.body.text ?? '')?.[1] ?? '';
     expect(received[0]?.body.text).toBe(`helper wants to run file_write {"path":"n.txt","content":"x"}\nReply "approve ${short}" or "deny ${short}".`);
+    // A reply command is answered after the request that brought it (which it does not hold up).
     await post({ id: 'm-2', user: { id: 'u-bob' }, conversation: { id: 'c-1' }, text: `approve ${short}` });
+    await waitFor("the answer to Bob's command", () => received.length === 2);
     expect(received[1]?.body.text).toBe('Only the approvers of this channel may decide that.');
     await post(fromAda('m-3', `approve ${short}`));
+    await waitFor("the answer to Ada's command", () => received.length >= 3);
     expect(received[2]?.body.text).toBe('Approved: file_write runs.');
     await host.channels.idle();
     expect(received[3]?.body.text).toBe('Done.');
@@ -413,20 +416,24 @@ describe('"approve <id>" and "deny <id>" meet the channel\'s policy and rate lik
     const stillPending = async (): Promise<string[]> => (await host.kernel.approvals.list('pending')).map((approval) => approval.id);
 
     await post(groupMessage('g-1', 'u-ada', 'other-group', command, true));
+    await host.channels.idle();
     expect(received).toEqual([]);
     expect(await stillPending()).toEqual([id]);
 
     await post(fromAda('d-1', command));
+    await host.channels.idle();
     expect(received.map((reply) => [reply.body.conversation.id, reply.body.text])).toEqual([
       ['c-1', "Sorry, I can't talk with you here: direct messages are closed on this channel."],
     ]);
     expect(await stillPending()).toEqual([id]);
 
     await post(groupMessage('g-2', 'u-ada', 'team', command, false));
+    await host.channels.idle();
     expect(received).toHaveLength(1);
     expect(await stillPending()).toEqual([id]);
 
     await post(groupMessage('g-3', 'u-ada', 'team', command, true));
+    await host.channels.idle();
     expect(received.map((reply) => [reply.body.conversation.id, reply.body.text]).slice(1)).toEqual([['team', 'Approved: file_write runs.']]);
     expect((await turn).text).toBe('Done.');
     expect((await host.store.channels.recent('hooks', 4)).map((message) => [message.platformId, message.status, message.note])).toEqual([

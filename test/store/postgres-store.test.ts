@@ -1,13 +1,15 @@
+import { randomUUID } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/contracts/index.ts';
 import { StoreConflictError, StoreError } from '../../src/errors/index.ts';
-import { openPostgresStore, type PostgresStore, postgresMigrations } from '../../src/store/index.ts';
+import { openPostgresStore, type PostgresStore, postgresMigrations, SERVER_NOW_MS } from '../../src/store/index.ts';
 import { insertEvent } from '../../src/store/postgres-event-repository.ts';
 import { applyPostgresMigrations } from '../../src/store/postgres-migrations.ts';
 import pg from 'pg';
 import { startTestPostgres } from '../support/postgres-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
+import type { OtherNodeState } from './contract/fixtures.ts';
 import { agentRecord, describeStoreContract, sessionOf } from './store-contract.ts';
 
 const latestVersion = postgresMigrations.at(-1)?.version ?? 0;
@@ -25,10 +27,30 @@ beforeAll(async () => {
 
 describeStoreContract('PostgreSQL', async () => {
   const { name, url } = await server.createDatabase({ template });
-  const store = await openPostgresStore({ url, poolSize: 4 });
+  const self = randomUUID();
+  const store = await openPostgresStore({ url, poolSize: 4, origin: self });
+  const others: Store[] = [];
+  /** Records node `id` in `loom_nodes` as the cluster would: its heartbeat fresh, a minute old, or fresh with the node stopped. */
+  const join = (id: string, state: OtherNodeState): Promise<unknown> =>
+    server.query(
+      `INSERT INTO loom_nodes (id, name, version, schema_version, started_at, last_seen, stopped_at)
+       VALUES ($1, $2, 'test', 0, ${SERVER_NOW_MS}, ${SERVER_NOW_MS} + $3, ${state === 'stopped' ? SERVER_NOW_MS : 'NULL'})`,
+      // Alive for the test's length: seen last an hour ahead.
+      [id, `node-${state}`, state === 'silent' ? -60_000 : 3_600_000],
+      name,
+    );
   return {
     store,
+    otherNode: async (state) => {
+      if (others.length === 0) await join(self, 'alive');
+      const origin = randomUUID();
+      const other = await openPostgresStore({ url, origin, poolSize: 1 });
+      others.push(other);
+      await join(origin, state);
+      return other;
+    },
     cleanup: async () => {
+      for (const other of others) await other.close();
       await store.close();
       await server.dropDatabase(name);
     },
@@ -57,6 +79,32 @@ describe('PostgresStore', () => {
   afterEach(async () => {
     for (const store of opened.splice(0)) await store.close();
     database = await server.createDatabase();
+  });
+
+  it('writes a channel message’s claim once: taken again by its node (before streamed words, before the reply), it is only read', async () => {
+    const store = await open();
+    await store.channels.receive({
+      channel: 'tg',
+      platformId: 'm1',
+      userId: '42',
+      userName: 'Ada',
+      conversationId: '42',
+      conversationKind: 'direct',
+      thread: null,
+      mentioned: false,
+      text: 'Hi!',
+      status: 'received',
+      note: null,
+      receivedAt: 1_000,
+      updatedAt: 1_000,
+    });
+    /** The row's version: a new one for every write of it. */
+    const version = async (): Promise<unknown> => (await raw("SELECT xmin::text AS version FROM channel_messages WHERE platform_id = 'm1'"))[0]?.['version'];
+    expect((await store.channels.claim('tg', 'm1'))?.held).toBe(true);
+    const claimed = await version();
+    expect((await store.channels.claim('tg', 'm1'))?.held).toBe(true);
+    expect((await store.channels.claim('tg', 'm1'))?.held).toBe(true);
+    expect(await version()).toBe(claimed);
   });
 
   it('migrates a new database to the newest schema version, recording each step in loom_schema', async () => {

@@ -6,7 +6,7 @@ import { describeAgentsContract } from './contract/agents-contract.ts';
 import { describeApprovalsContract } from './contract/approvals-contract.ts';
 import { describeChannelsContract } from './contract/channels-contract.ts';
 import { describeForgedToolsContract } from './contract/forged-tools-contract.ts';
-import { agentRecord, memoryRecord, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
+import { agentRecord, memoryRecord, type OtherNodeState, sessionOf, type StoreContext, usageRecord } from './contract/fixtures.ts';
 import { describeMemoryContract } from './contract/memory-contract.ts';
 import { describeInstalledPackagesContract } from './contract/installed-packages-contract.ts';
 import { describePackageRunsContract } from './contract/package-runs-contract.ts';
@@ -22,6 +22,8 @@ export { agentRecord, sessionOf } from './contract/fixtures.ts';
 export interface StoreHarness {
   store: Store;
   cleanup(): Promise<void>;
+  /** On a database several nodes share: another node's store on it (see `StoreContext.otherNode`). */
+  otherNode?: (state: OtherNodeState) => Promise<Store>;
 }
 
 /**
@@ -41,6 +43,9 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
       get store(): Store {
         if (harness === undefined) throw new Error('no store: the contract’s beforeEach has not run');
         return harness.store;
+      },
+      get otherNode() {
+        return harness?.otherNode;
       },
     };
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ChannelMessageClaim, ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../../contracts/index.ts';
 import { flag, parseRow, type Row } from '../rows.ts';
+import { nodeAliveSql } from '../server-clock.ts';
 import type { Database, Work } from '../sql/database.ts';
 import { insert, raw, sql, where } from '../sql/statement.ts';
 
@@ -10,14 +11,8 @@ const messageColumns =
   'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
 const selectMessages = raw(`SELECT ${messageColumns} FROM channel_messages`);
 
-/**
- * How recent a node's heartbeat in `loom_nodes` must be for its claim on a message to stand: the
- * cluster's own measure of a node alive (`DEFAULT_STALE_AFTER_MS`, src/cluster/postgres-cluster.ts).
- */
-const CLAIMER_ALIVE_WITHIN_MS = 10_000;
-
-/** The server's clock in whole milliseconds, as SQL (the heartbeats' clock). */
-const NOW_MS = raw('(extract(epoch FROM clock_timestamp()) * 1000)::bigint');
+/** The claimer of a message (`channel_messages.claimed_by`) is a node alive, by the cluster's measure, as SQL. */
+const CLAIMER_ALIVE = raw(`EXISTS (SELECT 1 FROM loom_nodes WHERE loom_nodes.id = channel_messages.claimed_by AND ${nodeAliveSql()})`);
 
 /** A row of `channel_messages`. */
 const channelMessageRow = z
@@ -126,21 +121,35 @@ export class SqlChannelRepository implements ChannelRepository {
     const describe = (): { action: string } => ({ action: `take up message "${platformId}" of channel "${channel}"` });
     if (node === undefined) {
       const message = await this.get(channel, platformId);
-      return message === undefined ? undefined : { message, held: message.status === 'received' };
+      return message === undefined ? undefined : { message, held: message.status === 'received', claimedBy: null };
     }
-    // One statement: the claim, taken only from no node, this one, or a node that is gone; and the
-    // message as it stood (the statement's snapshot: the claim changes nothing else of it).
+    // One statement: the claim, taken only from no node or a node that is gone (one this node
+    // holds already is only read: no row written); and the message as it stood (the statement's
+    // snapshot, which the claim's write does not show: it changes nothing else of it).
     const row = await this.#db.one(
       sql`WITH taken AS (
             UPDATE channel_messages SET claimed_by = ${node}
             WHERE channel = ${channel} AND platform_id = ${platformId} AND status = 'received'
-              AND (claimed_by IS NULL OR claimed_by = ${node} OR NOT EXISTS (
-                SELECT 1 FROM loom_nodes WHERE id = channel_messages.claimed_by AND stopped_at IS NULL AND last_seen >= ${NOW_MS} - ${CLAIMER_ALIVE_WITHIN_MS}))
+              AND (claimed_by IS NULL OR (claimed_by <> ${node} AND NOT ${CLAIMER_ALIVE}))
             RETURNING 1)
-          SELECT ${raw(messageColumns)}, EXISTS (SELECT 1 FROM taken) AS held FROM channel_messages WHERE channel = ${channel} AND platform_id = ${platformId}`,
+          SELECT ${raw(messageColumns)},
+            EXISTS (SELECT 1 FROM taken) OR (status = 'received' AND claimed_by IS NOT DISTINCT FROM ${node}) AS held,
+            CASE WHEN EXISTS (SELECT 1 FROM taken) THEN ${node} ELSE claimed_by END AS claimed_by
+          FROM channel_messages WHERE channel = ${channel} AND platform_id = ${platformId}`,
       describe,
     );
-    return row === undefined ? undefined : { message: parseMessage(row), held: row['held'] === true };
+    if (row === undefined) return undefined;
+    const claimedBy = row['claimed_by'];
+    return { message: parseMessage(row), held: row['held'] === true, claimedBy: typeof claimedBy === 'string' ? claimedBy : null };
+  }
+
+  async release(channel: string, platformId: string): Promise<void> {
+    const node = this.#node;
+    if (node === undefined) return;
+    await this.#db.run(
+      sql`UPDATE channel_messages SET claimed_by = NULL WHERE channel = ${channel} AND platform_id = ${platformId} AND claimed_by = ${node} AND status = 'received'`,
+      () => ({ action: `give up message "${platformId}" of channel "${channel}"` }),
+    );
   }
 
   async amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean> {

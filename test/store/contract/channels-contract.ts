@@ -59,11 +59,51 @@ export function describeChannelsContract(context: StoreContext): void {
       const { channels } = context.store;
       await channels.receive(message('m1'));
       await channels.amend('tg', 'm1', { text: 'edited' }, 2_000);
-      expect(await channels.claim('tg', 'm1')).toEqual({ message: message('m1', { text: 'edited', updatedAt: 2_000 }), held: true });
+      expect(await channels.claim('tg', 'm1')).toMatchObject({ message: message('m1', { text: 'edited', updatedAt: 2_000 }), held: true });
       expect((await channels.claim('tg', 'm1'))?.held).toBe(true);
       await channels.settle('tg', 'm1', 'answered', 'reply', 3_000);
       expect(await channels.claim('tg', 'm1')).toMatchObject({ message: { status: 'answered' }, held: false });
       expect(await channels.claim('tg', 'nope')).toBeUndefined();
+      // Given up: nothing changes of a settled message.
+      await channels.release('tg', 'm1');
+      expect(await channels.get('tg', 'm1')).toMatchObject({ status: 'answered', note: 'reply' });
+    });
+
+    it('leaves a message another node alive holds to it, naming it; takes it from a node gone silent or stopped, or once given up', async (test) => {
+      const { otherNode } = context;
+      if (otherNode === undefined) return test.skip('alone (SQLite), every message waiting is this node’s');
+      const { channels } = context.store;
+      const alive = await otherNode('alive');
+      for (const id of ['m1', 'm2', 'm3', 'm4']) await channels.receive(message(id, { receivedAt: Number(id.slice(1)) }));
+
+      const taken = await alive.channels.claim('tg', 'm1');
+      expect(taken).toMatchObject({ held: true });
+      expect(await channels.claim('tg', 'm1')).toMatchObject({ message: { status: 'received' }, held: false, claimedBy: taken?.claimedBy });
+      expect(await alive.channels.claim('tg', 'm1')).toMatchObject({ held: true, claimedBy: taken?.claimedBy });
+      // Listed to this node as not taken up here; its own are not.
+      expect((await channels.unsettled('tg', { notClaimedHere: true })).map((entry) => entry.platformId)).toEqual(['m1', 'm2', 'm3', 'm4']);
+      const mine = await channels.claim('tg', 'm2');
+      expect(mine?.held).toBe(true);
+      expect((await channels.unsettled('tg', { notClaimedHere: true })).map((entry) => entry.platformId)).toEqual(['m1', 'm3', 'm4']);
+      expect((await alive.channels.claim('tg', 'm2'))?.claimedBy).toBe(mine?.claimedBy);
+      expect((await channels.unsettled('tg')).map((entry) => entry.platformId)).toEqual(['m1', 'm2', 'm3', 'm4']);
+
+      // Given up by its node (its answer gave up): the other takes it at once. Another node's claim is not given up.
+      await channels.release('tg', 'm1');
+      expect((await channels.claim('tg', 'm1'))?.held).toBe(false);
+      await channels.release('tg', 'm2');
+      expect(await alive.channels.claim('tg', 'm2')).toMatchObject({ held: true, claimedBy: taken?.claimedBy });
+      await alive.channels.release('tg', 'm1');
+      expect((await channels.claim('tg', 'm1'))?.held).toBe(true);
+
+      // A node gone silent, or stopped, holds nothing.
+      const silent = await otherNode('silent');
+      const stopped = await otherNode('stopped');
+      expect((await silent.channels.claim('tg', 'm3'))?.held).toBe(true);
+      expect((await stopped.channels.claim('tg', 'm4'))?.held).toBe(true);
+      expect(await channels.claim('tg', 'm3')).toMatchObject({ held: true, claimedBy: mine?.claimedBy });
+      expect(await channels.claim('tg', 'm4')).toMatchObject({ held: true, claimedBy: mine?.claimedBy });
+      expect((await silent.channels.claim('tg', 'm3'))?.held).toBe(false);
     });
 
     it('keeps one waiting pairing per person, approves it by code once, and finds it', async () => {

@@ -4,7 +4,15 @@ import type { AgentRecord, MemoryRecord, SessionRecord, Store, UsageRecord } fro
 export interface StoreContext {
   /** The fresh store of the running test; read it in a test or hook, not while describing. */
   readonly store: Store;
+  /**
+   * On a database several nodes share (PostgreSQL): the store of another node on it, that node
+   * alive (its heartbeat fresh in `loom_nodes`), gone silent, or stopped. Absent alone (SQLite).
+   */
+  readonly otherNode?: ((state: OtherNodeState) => Promise<Store>) | undefined;
 }
+
+/** How another node on a shared database stands, as its row of `loom_nodes` says. */
+export type OtherNodeState = 'alive' | 'silent' | 'stopped';
 
 /** An agent record for tests; its session id is `session-<id>`. */
 export function agentRecord(id: string, overrides: Partial<AgentRecord> = {}): AgentRecord {
