@@ -94,7 +94,7 @@ export class AgentHandlers {
       follow: (task, context) => this.#followElsewhere(name, task, context),
     });
     // Every request reaching the listener was given its caller (`setLegacyRestUser`); one that was not reaches nothing.
-    const legacyRest = createLegacyRestListener(handler, (request) => this.#legacyRestUsers.get(request) ?? new LoomA2aUser(NOBODY));
+    const legacyRest = createLegacyRestListener(handler, (request) => this.#legacyRestUsers.get(request) ?? new LoomA2aUser(NOBODY), parts.logger);
     const built: AgentSdkHandlers = {
       handler,
       jsonRpc: new JsonRpcTransportHandler(handler),

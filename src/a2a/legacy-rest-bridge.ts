@@ -1,12 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LegacyA2AError, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import type { A2ARequestHandler, User } from '@a2a-js/sdk/server';
+import type { Logger } from '../contracts/index.ts';
 
 /** A Node request listener (an Express app). */
 export type NodeRequestListener = (request: IncomingMessage, response: ServerResponse) => void;
 
 interface ExpressApp extends NodeRequestListener {
   disable(setting: string): void;
+  set(setting: string, value: unknown): void;
   use(handler: unknown): void;
 }
 
@@ -41,16 +43,22 @@ async function loadSdkRouter(): Promise<{ express: () => ExpressApp; router: Leg
  * request handler, as a Node request listener: the 0.3 wire format, its translation to 1.0 and
  * its errors are the SDK's; a path or method it has no route for is answered 404 with a JSON error
  * naming the request's `originalUrl` (the whole path the client asked for, when the caller has set
- * it before handing the router the path under the agent as `url`). `userOf` gives the caller of a request.
+ * it before handing the router the path under the agent as `url`). An error the router does not
+ * answer itself (a path segment that does not decode, a failure) is answered in the same shape, 400
+ * or 500, never with Express's HTML page and its stack; a 500's error goes to `logger`. `userOf`
+ * gives the caller of a request.
  */
 export async function createLegacyRestListener(
   requestHandler: A2ARequestHandler,
   userOf: (request: IncomingMessage) => User,
+  logger?: Logger,
 ): Promise<NodeRequestListener | undefined> {
   const loaded = await loadSdkRouter();
   if (loaded === undefined) return undefined;
   const app = loaded.express();
   app.disable('x-powered-by');
+  // Not Express's development mode (NODE_ENV unset): no stack in what it may still answer itself.
+  app.set('env', 'production');
   app.use(loaded.router.legacyRestRouter({ requestHandler, userBuilder: (request) => Promise.resolve(userOf(request)) }));
   // What the router has no route for is answered in its error shape, as JSON: Express's own answer is an HTML page.
   // A HEAD is answered as its GET (Express routes it to the GET's route; Node's response sends no body).
@@ -62,6 +70,20 @@ export async function createLegacyRestListener(
     const path = (request.originalUrl ?? request.url ?? '/').split('?', 1)[0] ?? '/';
     const error = toLegacyHTTPError(new LegacyA2AError(-32601, `no A2A route ${request.method ?? 'GET'} ${path}`));
     response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(error));
+  });
+  // Four parameters: Express's error handler. Its own, HTML with the stack, would replace the API's headers too.
+  app.use((error: unknown, request: IncomingMessage & { originalUrl?: string }, response: ServerResponse, next: (error: unknown) => void) => {
+    if (response.headersSent) {
+      next(error);
+      return;
+    }
+    const path = (request.originalUrl ?? request.url ?? '/').split('?', 1)[0] ?? '/';
+    const badRequest = (error as { status?: unknown } | null)?.status === 400;
+    if (!badRequest) logger?.warn({ err: error, path }, 'A2A 0.3 HTTP+JSON request failed');
+    const answer = badRequest
+      ? LegacyA2AError.invalidRequest(`cannot read ${request.method ?? 'GET'} ${path}: ${error instanceof Error ? error.message : String(error)}`)
+      : LegacyA2AError.internalError(`${request.method ?? 'GET'} ${path} failed on the server; its log says why`);
+    response.writeHead(badRequest ? 400 : 500, { 'content-type': 'application/json' }).end(JSON.stringify(toLegacyHTTPError(answer)));
   });
   return app;
 }

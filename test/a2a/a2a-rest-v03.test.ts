@@ -96,6 +96,23 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
     }
   });
 
+  it("answer a path that does not decode with the router's JSON error: 400, the API's security headers, no stack", async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    const response = await api.request('/a2a/echo/v1/tasks/%E0%A4%A', { headers: auth });
+    const text = await response.text();
+    expect({ status: response.status, type: response.headers.get('content-type'), body: JSON.parse(text) as unknown }).toEqual({
+      status: 400,
+      type: 'application/json',
+      body: { code: -32600, message: "cannot read GET /a2a/echo/v1/tasks/%E0%A4%A: Failed to decode param '%E0%A4%A'" },
+    });
+    expect(text).not.toMatch(/URIError|node_modules|\s+at /);
+    expect(Object.fromEntries(response.headers)).toMatchObject({
+      'x-content-type-options': 'nosniff',
+      'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+      'x-frame-options': 'DENY',
+    });
+  });
+
   it('name the whole path the client asked for, the agent with it, when no route takes it (and so does 1.0)', async () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     const answers = await Promise.all(
