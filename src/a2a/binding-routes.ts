@@ -90,6 +90,12 @@ export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
   });
 }
 
+/** The path, under the agent, that the SDK's 0.3 router subscribes to a task on (as Express matches it: any case, a trailing slash). */
+const LEGACY_SUBSCRIBE_PATH = /^\/v1\/tasks\/[^/]+:subscribe\/?$/i;
+
+/** The headers of the SDK's 0.3 router's streams (its `SSE_HEADERS`). */
+const LEGACY_SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' };
+
 /** Adds HTTP+JSON 1.0 (`{agent}/rest/…`) and 0.3 (`{agent}/v1/…`) to `routes`. */
 export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
   const { access, agents, base, requests } = context;
@@ -139,6 +145,9 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     const url = new URL(c.req.url);
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
     const rest = url.pathname.slice(base.length + 1 + agentSegment.length);
+    // A HEAD of a subscription gets the stream's headers alone (decision 0075): handed to the router,
+    // it reached the GET's route, whose subscription went on, written to no one, until the task ended.
+    if (c.req.method === 'HEAD' && LEGACY_SUBSCRIBE_PATH.test(rest)) return c.body(null, 200, LEGACY_SSE_HEADERS);
     // The router routes on the path under the agent; its 404 names the whole path (`originalUrl`, as Express keeps it).
     Object.assign(incoming, { originalUrl: c.req.path });
     incoming.url = `${rest}${url.search}`;

@@ -1,4 +1,6 @@
+import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { waitFor } from '../support/wait-for.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type Api, startApi } from '../http/api-harness.ts';
@@ -68,6 +70,35 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
     }
     expect((await api.request('/a2a/echo/v1/tasks/nope', { method: 'HEAD', headers: auth })).status).toBe(404);
     expect((await api.request(`/a2a/echo/v1/tasks/${id}`, { method: 'HEAD', headers: auth })).status).toBe(200);
+  });
+
+  it("answer a HEAD of a running task's subscription with the stream's headers alone, and hold no subscription open", async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    let release: () => void = () => undefined;
+    model.script([{ text: 'Done at last.', gate: new Promise<void>((resolve) => (release = resolve)) }]);
+    const body = JSON.stringify({ request: { messageId: 'm-1', role: 'ROLE_USER', content: [{ text: 'Hi' }] }, configuration: { blocking: false } });
+    const sent = await api.request('/a2a/echo/v1/message:send', { method: 'POST', headers: auth, body });
+    const id = ((await sent.json()) as { task: { id: string } }).task.id;
+    // A HEAD, then a GET on the same connection: Node answers the GET once the HEAD's answer has ended.
+    const { port } = new URL(api.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let read = '';
+    socket.on('data', (chunk: Buffer) => (read += chunk.toString('latin1')));
+    const head = `HEAD /a2a/echo/v1/tasks/${id}:subscribe HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: Bearer secret\r\n\r\n`;
+    socket.write(`${head}GET /api/health HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`);
+    try {
+      // While the task still runs: the subscription's answer ended with its headers.
+      await waitFor('the answer to the GET after the HEAD', () => read.includes('"status"'));
+      const headAnswer = read.slice(0, read.indexOf('\r\n\r\n')).toLowerCase();
+      expect(headAnswer).toMatch(/^http\/1\.1 200 /);
+      expect(headAnswer).toContain('content-type: text/event-stream');
+      expect(headAnswer).toContain("content-security-policy: default-src 'none'; frame-ancestors 'none'");
+      const task = await api.request(`/a2a/echo/v1/tasks/${id}`, { headers: auth });
+      expect(await task.json()).toMatchObject({ status: { state: 'TASK_STATE_WORKING' } });
+    } finally {
+      socket.destroy();
+      release();
+    }
   });
 
   it("carry the API's security headers, the router's own errors and 404s included", async () => {
