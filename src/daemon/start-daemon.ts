@@ -220,9 +220,12 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
         stopping ??= (async () => {
           following.close();
           doors.abort();
-          // The doors end their clients' streams themselves (MCP's sessions) before the server cuts the connections left.
-          await app.doorsClosed();
-          const closed = server.close();
+          // The server stops listening at once. The doors end their clients' streams themselves
+          // (MCP's sessions, answering 503 from now on), and the server cuts the connections left
+          // once those have been written out (at most MCP_DRAIN_MS for a slow client).
+          const drained = app.doorsClosed();
+          const closed = server.close(drained);
+          await drained;
           // The webhooks of A2A tasks that ended are told, before the store closes.
           await app.deliveriesDone();
           await host.close();

@@ -85,9 +85,11 @@ export interface HttpAppOptions {
 /** Loom's HTTP API (a Hono app), and when its doors have closed at the daemon's stop. */
 export interface HttpApp extends Hono<HttpEnv> {
   /**
-   * Resolves once the doors that `closing` closes have closed (the MCP endpoints: their sessions
-   * and streams ended, so that their clients read each stream to its end before the server cuts
-   * the connections left); at once when none was open or `closing` is not aborted.
+   * Resolves once the doors that `closing` closes have closed and their answers have been written
+   * out (the MCP endpoints: their sessions and streams ended, so that their clients read each
+   * stream to its end before the server cuts the connections left), and at most
+   * {@link MCP_DRAIN_MS} of the clock after it is called (a client that reads too slowly); at once
+   * when none was open or `closing` is not aborted.
    */
   doorsClosed(): Promise<void>;
   /**
@@ -96,6 +98,14 @@ export interface HttpApp extends Hono<HttpEnv> {
    * the store closes.
    */
   deliveriesDone(): Promise<void>;
+}
+
+/** How long the daemon's stop waits at most for the MCP endpoints to close and their last answers to be written out, before it cuts their connections. */
+export const MCP_DRAIN_MS = 2000;
+
+/** Resolves once every response of `responses` has been written out or cut (Node's `close`). */
+function writtenOut(responses: ReadonlySet<ServerResponse>): Promise<void> {
+  return Promise.all([...responses].map((response) => new Promise((resolve) => response.once('close', resolve)))).then(() => undefined);
 }
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
@@ -427,15 +437,29 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   /** Charges the request's client for the turn it starts, beyond the read its request was priced as at the door. */
   const chargeTurn = (c: HttpContext) => () => c.get('charge')(ROUTE_COSTS.message - ROUTE_COSTS.other);
   const mcpOrigin = (c: HttpContext) => ({ principal: principalOf(c), chargeTurn: chargeTurn(c) });
-  app.get('/mcp/sse', async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c)));
+  /** Node's responses to MCP requests not yet written out, which the daemon's stop lets finish (`doorsClosed`). */
+  const mcpResponses = new Set<ServerResponse>();
+  const mcpDoor = (serve: (c: HttpContext, body: string | undefined) => Promise<Response>) =>
+    withDoorBody((c, body) => {
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      if (outgoing !== undefined) {
+        mcpResponses.add(outgoing);
+        outgoing.once('close', () => mcpResponses.delete(outgoing));
+      }
+      return serve(c, body);
+    });
+  app.get(
+    '/mcp/sse',
+    mcpDoor(async (c) => (await mcp()).sse(c.req.raw, mcpOrigin(c))),
+  );
   app.post(
     '/mcp/messages',
-    withDoorBody(async (c, body) => (await mcp()).messages(c.req.raw, mcpOrigin(c), body)),
+    mcpDoor(async (c, body) => (await mcp()).messages(c.req.raw, mcpOrigin(c), body)),
   );
   app.on(
     ['POST', 'GET', 'DELETE'],
     '/mcp',
-    withDoorBody(async (c, body) => (await mcp()).fetch(c.req.raw, mcpOrigin(c), body)),
+    mcpDoor(async (c, body) => (await mcp()).fetch(c.req.raw, mcpOrigin(c), body)),
   );
   app.get('/api/a2a/external', (c) => {
     kernelOf(c, kernel).require('list the external A2A agents');
@@ -503,5 +527,18 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     app.all(base === '' ? '/*' : base, forward);
     if (base !== '') app.all(`${base}/*`, forward);
   }
-  return Object.assign(app, { doorsClosed: () => mcpClosed ?? Promise.resolve(), deliveriesDone: () => a2aDrain?.() ?? Promise.resolve() });
+  const doorsClosed = (): Promise<void> => {
+    const closed = mcpClosed;
+    if (closed === undefined) return Promise.resolve();
+    return new Promise((resolve) => {
+      const cancel = clock.timer(MCP_DRAIN_MS, resolve);
+      void closed
+        .then(() => writtenOut(mcpResponses))
+        .then(() => {
+          cancel();
+          resolve();
+        });
+    });
+  };
+  return Object.assign(app, { doorsClosed, deliveriesDone: () => a2aDrain?.() ?? Promise.resolve() });
 }

@@ -10,8 +10,11 @@ export interface RunningHttpServer {
   /** `http://host:port`, with the port actually bound. */
   url: string;
   port: number;
-  /** Stops accepting connections, ends open ones (streams included), and resolves when closed. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections at once; once `drained` settles (what the doors still write, at
+   * the daemon's stop), ends the open ones (streams included), and resolves when closed.
+   */
+  close(drained?: Promise<unknown>): Promise<void>;
 }
 
 /** What can be served: a Hono app, or anything with its `fetch`. */
@@ -56,10 +59,13 @@ export async function startHttpServer(app: FetchApp, options: { host: string; po
   return {
     url: `http://${host}:${port}`,
     port,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.close((error) => (error === undefined ? resolve() : reject(error)));
-        if ('closeAllConnections' in server) server.closeAllConnections();
-      }),
+    close: async (drained) => {
+      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error === undefined ? resolve() : reject(error))));
+      // Awaited below, once the connections are cut: not an unhandled rejection meanwhile.
+      closed.catch(() => undefined);
+      await drained?.catch(() => undefined);
+      if ('closeAllConnections' in server) server.closeAllConnections();
+      await closed;
+    },
   };
 }

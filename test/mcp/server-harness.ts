@@ -1,6 +1,6 @@
 import { Client, type ClientOptions, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import { createHttpApp, type HttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { manifest } from '../support/test-kernel.ts';
@@ -12,6 +12,8 @@ export const MODERN_REVISION = '2026-07-28';
 export interface McpHttpServer {
   url: string;
   host: TestHost;
+  /** The HTTP app the server serves (also to be asked in-process, with `app.request`). */
+  app: HttpApp;
   server: RunningHttpServer;
   close(): Promise<void>;
 }
@@ -43,6 +45,7 @@ export async function startMcpHttpServer(dir: string, options: McpHttpServerOpti
   return {
     url: server.url,
     host,
+    app,
     server,
     close: async () => {
       await server.close();

@@ -1,12 +1,14 @@
 import { Client, type FetchLike, type ReconnectionScheduler, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MCP_DRAIN_MS } from '../../src/http/index.ts';
 import type { KernelEvent } from '../../src/kernel/index.ts';
 import { DEFAULT_MCP_SESSION_IDLE_MS, DEFAULT_MCP_SESSIONS_PER_PRINCIPAL, DEFAULT_MCP_SSE_RETRY_MS } from '../../src/mcp/server/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { OWNER_AND_HELPER_KEYS } from '../http/api-harness.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { agentManifest, firstText, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
+import { agentManifest, firstText, type McpHttpServer, MODERN_REVISION, startMcpHttpServer } from './server-harness.ts';
 
 // The sessionful 2025-era leg of /mcp (decision 0027), driven by the official client over real HTTP.
 
@@ -370,7 +372,69 @@ describe('2025-era session lifetime', () => {
     stopping.abort();
     // Ended by the MCP endpoints (the server still listens), not cut: each reads to its end.
     expect(await streams).toEqual([true, true]);
-    expect(await listInSession(url, session)).toBe(404);
+    expect(await listInSession(url, session)).toBe(503);
+  });
+
+  it('refuses, once the daemon stops, to open a session or a stream or to answer a request, with 503 saying why', async () => {
+    const stopping = new AbortController();
+    const { url } = await serve({ closing: stopping.signal });
+    const session = await openRawSession(url);
+    stopping.abort();
+    const answers = await Promise.all(
+      [
+        fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT }, body: initializeBody() }),
+        fetch(`${url}/mcp/sse`, { headers: { accept: 'text/event-stream' } }),
+        sessionRequest(url, session, undefined, { method: 'GET' }),
+        fetch(`${url}/mcp`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-protocol-version': MODERN_REVISION },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+        }),
+      ].map(async (answer) => {
+        const response = await answer;
+        return { status: response.status, text: await response.text() };
+      }),
+    );
+    expect(answers).toEqual([
+      {
+        status: 503,
+        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot open an MCP session: the daemon is stopping' }, id: null }),
+      },
+      { status: 503, text: 'cannot open an MCP session: the daemon is stopping' },
+      {
+        status: 503,
+        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot open an MCP stream: the daemon is stopping' }, id: null }),
+      },
+      {
+        status: 503,
+        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: null }),
+      },
+    ]);
+  });
+
+  it("lets the daemon's stop wait for the MCP streams' last bytes to be written out, at most MCP_DRAIN_MS", async () => {
+    const stopping = new AbortController();
+    const { app, host } = await serve({ closing: stopping.signal, clientAddress: '127.0.0.1' });
+    // Node's response, as the server hands it to the app: "close" once written out.
+    const written = new EventEmitter();
+    const slow = new EventEmitter();
+    const open = async (outgoing: EventEmitter): Promise<Response> => {
+      const response = await app.request('/mcp/sse', { headers: { accept: 'text/event-stream' } }, { outgoing });
+      expect(response.status).toBe(200);
+      return response;
+    };
+    const streams = [await open(written), await open(slow)];
+    stopping.abort();
+    let closed = false;
+    const doors = app.doorsClosed().then(() => (closed = true));
+    // The endpoints end both streams; one is written out, the other not yet.
+    await Promise.all(streams.map((stream) => stream.text()));
+    written.emit('close');
+    await host.clock.advance(MCP_DRAIN_MS - 1);
+    expect(closed).toBe(false);
+    await host.clock.advance(1);
+    await doors;
+    expect(closed).toBe(true);
   });
 
   it('keeps a principal to 32 sessions: the 33rd closes its least recently used idle one, and is refused with 429 while all are busy', async () => {

@@ -42,8 +42,18 @@ export interface McpHttpHandler {
   sse(request: Request, origin: McpRequestOrigin): Promise<Response>;
   /** `POST /mcp/messages?sessionId=…`: the 2024-11-05 HTTP+SSE transport's message endpoint (`body` as for `fetch`). */
   messages(request: Request, origin: McpRequestOrigin, body?: string): Promise<Response>;
-  /** Stops following the kernel, closes open streams, sessions and in-flight modern exchanges. */
+  /**
+   * Stops following the kernel, closes open streams, sessions and in-flight modern exchanges; from
+   * its call on, every request is answered 503 (the daemon is stopping).
+   */
   close(): Promise<void>;
+}
+
+/** The answer to an MCP request once the endpoints have closed: `what` could not be done, and why (JSON-RPC's error shape, or plain text for the 2024-11-05 endpoints). */
+function daemonStopping(what: string, shape: 'json-rpc' | 'text'): Response {
+  const message = `cannot ${what}: the daemon is stopping`;
+  if (shape === 'text') return new Response(message, { status: 503, headers: { 'content-type': 'text/plain; charset=utf-8' } });
+  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status: 503 });
 }
 
 function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
@@ -116,17 +126,32 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     sessions.listsChanged();
   });
 
+  let closed = false;
+  /** Sessions and streams being opened: the close waits for them, so that it ends them too. */
+  const opening = new Set<Promise<unknown>>();
+  const open = (work: Promise<Response>): Promise<Response> => {
+    opening.add(work);
+    const done = (): void => void opening.delete(work);
+    work.then(done, done);
+    return work;
+  };
   return {
     async fetch(request, origin, body) {
+      const stopping = (): Response => daemonStopping(request.method === 'GET' ? 'open an MCP stream' : 'answer an MCP request', 'json-rpc');
       const sdk = await bodyForSdk(request, body);
       const parsed = 'parsed' in sdk ? { parsedBody: sdk.parsed } : {};
-      if (request.headers.has(MCP_SESSION_HEADER)) return sessions.serve(sdk.request, origin, parsed);
-      if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) return sessions.open(sdk.request, origin, sdk.parsed);
-      return modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
+      if (request.headers.has(MCP_SESSION_HEADER)) return closed ? stopping() : sessions.serve(sdk.request, origin, parsed);
+      if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) {
+        return closed ? daemonStopping('open an MCP session', 'json-rpc') : open(sessions.open(sdk.request, origin, sdk.parsed));
+      }
+      return closed ? stopping() : modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
     },
-    sse: (request, origin) => legacySse.open(request, origin),
-    messages: (request, origin, body) => legacySse.post(request, origin.principal, body),
+    sse: (request, origin) => (closed ? Promise.resolve(daemonStopping('open an MCP session', 'text')) : open(legacySse.open(request, origin))),
+    messages: (request, origin, body) =>
+      closed ? Promise.resolve(daemonStopping('answer an MCP message', 'text')) : legacySse.post(request, origin.principal, body),
     async close() {
+      closed = true;
+      await Promise.allSettled([...opening]);
       unsubscribe();
       await sessions.close();
       await legacySse.close();
