@@ -21,7 +21,7 @@ import { RateLimiter } from './rate-limiter.ts';
 import { API_SECURITY_HEADERS } from './security-headers.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { serveDashboard } from './serve-dashboard.ts';
-import { ALREADY_SENT_HEADER } from './start-http-server.ts';
+import { ALREADY_SENT_HEADER } from './response-already-sent.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';

@@ -1,9 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-// Loaded before `serve` swaps the global Response for its own: RESPONSE_ALREADY_SENT (the A2A 0.3
-// REST router's answer, loaded later with the A2A routes) must be a native Response, or the server
-// writes it out as an empty 200 over the router's reply.
-import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { ALREADY_SENT_HEADER, RESPONSE_ALREADY_SENT } from './response-already-sent.ts';
 
 /** A listening HTTP server. */
 export interface RunningHttpServer {
@@ -21,9 +18,6 @@ export interface RunningHttpServer {
 export interface FetchApp {
   fetch(request: Request, env: unknown): Response | Promise<Response>;
 }
-
-/** The header that marks an answer a route wrote on Node's response itself (`RESPONSE_ALREADY_SENT`'s). */
-export const ALREADY_SENT_HEADER = 'x-hono-already-sent';
 
 /**
  * The answer to a HEAD, as the Node server must see it. Hono answers a HEAD with its GET's answer
