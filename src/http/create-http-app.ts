@@ -20,7 +20,7 @@ import { createHostGuard, createProxySign } from './host-guard.ts';
 import { RateLimiter } from './rate-limiter.ts';
 import { API_SECURITY_HEADERS } from './security-headers.ts';
 import { startRequestDeadline } from './request-deadline.ts';
-import { serveDashboard } from './serve-dashboard.ts';
+import { plainPath, serveDashboard } from './serve-dashboard.ts';
 import { ALREADY_SENT_HEADER } from './response-already-sent.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
@@ -36,7 +36,7 @@ import { createMetricsRoutes } from './metrics-routes.ts';
 import type { LoomMetrics } from '../telemetry/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withRemoteParent } from '../telemetry/spans.ts';
-import { jsonTextDepth, MAX_JSON_DEPTH, safeDecodeUriComponent, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
 import type { McpServerView } from '../wire/index.ts';
 
@@ -150,15 +150,15 @@ function withDoorBody(serve: (c: HttpContext, body: string | undefined) => Promi
 }
 
 /**
- * Whether a path no route took names A2A's listen path once decoded, its doubled slashes made
- * single (`/a2a%2Fx`, `//a2a/x`), as the dashboard reads such a path (serve-dashboard.ts): then its
- * 404 is A2A's. Never with A2A off, nor at `/`, where A2A takes every path.
+ * Whether a path no route took names A2A's listen path once read plainly (`plainPath`: `/a2a%2Fx`,
+ * `//a2a/x`), as the dashboard reads such a path: then its 404 is A2A's. Never with A2A off, nor at
+ * `/`, where A2A takes every path.
  */
 function a2aPathSpelling(listenPath: string | undefined): (path: string) => boolean {
   if (listenPath === undefined || listenPath === '/') return () => false;
   return (path) => {
-    const read = (safeDecodeUriComponent(path) ?? path).replace(/\/{2,}/g, '/');
-    return read === listenPath || read.startsWith(`${listenPath}/`);
+    const plain = plainPath(path);
+    return plain !== undefined && (plain === listenPath || plain.startsWith(`${listenPath}/`));
   };
 }
 
@@ -254,8 +254,17 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     return c.json(body, status as 400, headers);
   };
   app.onError((error, c) => respond(c, error));
-  /** A2A's answer to a path under its listen path that no A2A route takes. */
-  const a2aNotFound = (c: Context): Response => respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}`));
+  /**
+   * A2A's answer to a path under its listen path that no A2A route takes; one spelled with
+   * percent-escaped or doubled slashes is told how to write it.
+   */
+  const a2aNotFound = (c: Context): Response => {
+    const { method, path } = c.req;
+    const plain = plainPath(path);
+    const fix =
+      plain === undefined || plain === path ? '' : `; write A2A's paths with single, unescaped slashes under ${config.a2a.listen_path}: ${method} ${plain}`;
+    return respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no A2A route ${method} ${path}${fix}`));
+  };
   const namesA2aPath = a2aPathSpelling(config.a2a.enabled ? config.a2a.listen_path : undefined);
   app.notFound((c) =>
     // The listen path spelled with percent-escapes or doubled slashes (`/a2a%2Fx`, `//a2a/x`) reaches no A2A route, but is A2A's 404.

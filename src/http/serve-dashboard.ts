@@ -50,6 +50,15 @@ const DASHBOARD_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 /** Paths the dashboard never answers: the API, MCP and A2A answer (and 404) for themselves. */
 const API_PREFIXES = ['/api/', '/v1/', '/mcp/', '/.well-known/'];
 
+/**
+ * `path` as read when its spelling differs from a plain path's: percent-escapes decoded and doubled
+ * slashes made single (`/a2a%2Fx` and `//a2a/x` are `/a2a/x`); undefined when it does not decode
+ * (`/%E0%A4%A`). The dashboard keeps out of such a spelling of an API path, and A2A's 404 names it.
+ */
+export function plainPath(path: string): string | undefined {
+  return safeDecodeUriComponent(path)?.replace(/\/{2,}/g, '/');
+}
+
 async function isFile(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isFile();
@@ -90,15 +99,15 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, options: DashboardOp
       await next();
       return;
     }
-    const decoded = safeDecodeUriComponent(path);
+    const plain = plainPath(path);
     // A path that does not decode (`/%E0%A4%A`) names no file: it goes on like any unknown path. One
     // that names an API path only once decoded or with its slashes doubled (`/a2a%2Fx`, `//a2a/x`)
     // is no client route either: an API client that spelled a path so gets the API's 404, not a page.
-    if (decoded === undefined || isApiPath(path) || isApiPath(decoded.replace(/\/{2,}/g, '/'))) {
+    if (plain === undefined || isApiPath(path) || isApiPath(plain)) {
       await next();
       return;
     }
-    let file = resolve(join(root, decoded));
+    let file = resolve(join(root, plain));
     if (file !== root && !file.startsWith(root + sep)) {
       await next();
       return;

@@ -101,19 +101,26 @@ describe('a path that names the listen path only once decoded, or with a doubled
     // Worded as A2A words a path under it that no route takes, not as the API's 404 (which points at /api).
     expect(await answerOf(served, '/a2a/helper/something-unknown')).toMatchObject({
       status: 404,
-      body: { error: { code: 'ROUTE_NOT_FOUND', message: 'no route GET /a2a/helper/something-unknown' } },
+      body: { error: { code: 'ROUTE_NOT_FOUND', message: 'no A2A route GET /a2a/helper/something-unknown' } },
     });
-    for (const [method, path] of [
-      ['GET', '/a2a%2Fhelper%2Fsomething-unknown'],
-      ['GET', '//a2a/helper/something-unknown'],
-      ['GET', '/a2a%2F'],
-      ['POST', '/a2a%2Fhelper'],
-      ['DELETE', '//a2a/helper/rest/tasks/x'],
+    // And told how the path is written.
+    for (const [method, path, plain] of [
+      ['GET', '/a2a%2Fhelper%2Fsomething-unknown', '/a2a/helper/something-unknown'],
+      ['GET', '//a2a/helper/something-unknown', '/a2a/helper/something-unknown'],
+      ['GET', '/a2a%2F', '/a2a/'],
+      ['POST', '/a2a%2Fhelper', '/a2a/helper'],
+      ['DELETE', '//a2a/helper/rest/tasks/x', '/a2a/helper/rest/tasks/x'],
+      ['GET', '/a2a/helper%2Fv1%2Fcard', '/a2a/helper/v1/card'],
     ] as const) {
       expect(await answerOf(served, path, method)).toEqual({
         path,
         status: 404,
-        body: { error: { code: 'ROUTE_NOT_FOUND', message: `no route ${method} ${path}` } },
+        body: {
+          error: {
+            code: 'ROUTE_NOT_FOUND',
+            message: `no A2A route ${method} ${path}; write A2A's paths with single, unescaped slashes under /a2a: ${method} ${plain}`,
+          },
+        },
       });
     }
     expect(await answerOf(served, '/a2ax')).toEqual({ path: '/a2ax', status: 200, body: 'page' });

@@ -121,11 +121,12 @@ describe('the OpenAPI document of the HTTP API', () => {
         });
         asked += 1;
         // Streams (the event log, MCP's) stay open: their status is all this needs.
-        // The router's own answer for a path it has no route for ("no route POST /x; …"); a route's
-        // handler may answer 404 too (an unknown agent; a webhook channel that is not configured).
+        // The router's own answer for a path it has no route for ("no route POST /x; …", A2A's "no
+        // A2A route POST /a2a/x"); a route's handler may answer 404 too (an unknown agent; a webhook
+        // channel that is not configured).
         if (response.status === 404) {
           const answer = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
-          if (answer.error?.code === 'ROUTE_NOT_FOUND' && (answer.error.message ?? '').startsWith('no route ')) unknown.push(`${method.toUpperCase()} ${path}`);
+          if (answer.error?.code === 'ROUTE_NOT_FOUND' && /^no (A2A )?route /.test(answer.error.message ?? '')) unknown.push(`${method.toUpperCase()} ${path}`);
         }
         abort.abort();
       }
