@@ -90,6 +90,12 @@ export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
   });
 }
 
+/** The path, under `{agent}/rest`, of a 1.0 subscription to a task (decoded, no trailing slash). */
+const SUBSCRIBE_PATH = /^\/tasks\/[^/:]+:subscribe$/;
+
+/** The headers of 1.0's streams (`sseResponse`'s). */
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+
 /** The path, under the agent, that the SDK's 0.3 router subscribes to a task on (as Express matches it: any case, a trailing slash). */
 const LEGACY_SUBSCRIBE_PATH = /^\/v1\/tasks\/[^/]+:subscribe\/?$/i;
 
@@ -106,7 +112,14 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     if (agent === undefined) throw unknownAgent(name);
     const { handler } = agents.of(agent, c);
     const prefix = `${base}/${name}/rest`;
-    const path = trimTrailingSlashes(decodeURIComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length)));
+    const decoded = safeDecodeUriComponent(c.req.path.slice(c.req.path.indexOf(prefix) + prefix.length));
+    if (decoded === undefined)
+      return restErrorResponse(new RequestMalformedError(`cannot read ${c.req.method} ${c.req.path}: a percent-escape in it does not decode`));
+    const path = trimTrailingSlashes(decoded);
+    // A HEAD is answered as its GET (Hono drops the body); a subscription's with the stream's headers
+    // alone (decision 0075): asked of the SDK, its subscription would go on, read by no one.
+    if (c.req.method === 'HEAD' && SUBSCRIBE_PATH.test(path)) return c.body(null, 200, SSE_HEADERS);
+    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
     // Before anything reads the body: one of another type is refused, never read as JSON.
     const refused = c.req.method === 'POST' ? contentTypeRefusal(c.req.header('content-type'), REST_MEDIA_TYPES) : undefined;
     if (refused !== undefined) return unsupportedMediaTypeResponse(refused, REST_MEDIA_TYPES);
@@ -123,7 +136,7 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
           throw new RequestMalformedError('Invalid JSON payload.');
         }
       };
-      const answer = await answerRestRequest(handler, { method: c.req.method, path, query: c.req.query(), body, context: callContext });
+      const answer = await answerRestRequest(handler, { method, path, query: c.req.query(), body, context: callContext });
       // Named by the whole path the client asked for, the agent's part with it.
       return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${c.req.method} ${c.req.path}` } }, 404);
     } catch (error) {

@@ -101,6 +101,41 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
     }
   });
 
+  it("and so does 1.0's HTTP+JSON: a HEAD as its GET, a running task's subscription with the stream's headers alone, a path that does not decode 400", async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    let release: () => void = () => undefined;
+    model.script([{ text: 'Done at last.', gate: new Promise<void>((resolve) => (release = resolve)) }]);
+    const body = JSON.stringify({ message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'Hi' }] }, configuration: { returnImmediately: true } });
+    const sent = await api.request('/a2a/echo/rest/message:send', { method: 'POST', headers: auth, body });
+    const id = ((await sent.json()) as { task: { id: string } }).task.id;
+    try {
+      for (const path of [`/a2a/echo/rest/tasks/${id}`, '/a2a/echo/rest/tasks/nope', '/a2a/echo/rest/tasks', '/a2a/echo/rest/message:send']) {
+        const get = await answerOf(await api.request(path, { headers: auth }));
+        const head = await answerOf(await api.request(path, { method: 'HEAD', headers: auth }));
+        // Without Content-Length, which a HEAD may leave out (Hono's copy of the GET's answer has no body to measure).
+        const { 'content-length': _length, ...headers } = get.headers;
+        expect({ path, ...head }).toEqual({ path, ...get, headers, body: '' });
+      }
+      const subscription = await api.request(`/a2a/echo/rest/tasks/${id}:subscribe`, { method: 'HEAD', headers: auth });
+      expect({ status: subscription.status, type: subscription.headers.get('content-type'), body: await subscription.text() }).toEqual({
+        status: 200,
+        type: 'text/event-stream',
+        body: '',
+      });
+      const task = await api.request(`/a2a/echo/rest/tasks/${id}`, { headers: auth });
+      expect(await task.json()).toMatchObject({ status: { state: 'TASK_STATE_WORKING' } });
+    } finally {
+      release();
+    }
+    const undecodable = await api.request('/a2a/echo/rest/tasks/%E0%A4%A', { headers: auth });
+    expect({ status: undecodable.status, body: await undecodable.json() }).toMatchObject({
+      status: 400,
+      body: {
+        error: { code: 400, status: 'INVALID_ARGUMENT', message: 'cannot read GET /a2a/echo/rest/tasks/%E0%A4%A: a percent-escape in it does not decode' },
+      },
+    });
+  });
+
   it("carry the API's security headers, the router's own errors and 404s included", async () => {
     const id = await echoTask();
     const requests: [string, RequestInit][] = [
