@@ -42,22 +42,26 @@ export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest,
 
 /**
  * The lifetime spending caps a call of `entry` draws from: its own and each of its ancestors'
- * (`ancestors`, its parent first), where the agent is granted `econ_spend` (the least grant, if
- * several). An ancestor's cap covers what every agent under it spends.
+ * (`entry.ancestors`, fixed at its spawn), where the agent is granted `econ_spend` (the least
+ * grant, if several; `granted` answers undefined for an agent this kernel does not hold). An
+ * ancestor's cap covers what every agent under it spends; one not held has a cap not known, which
+ * refuses the call (see `LifetimeSpend.unknown`).
  */
 export function lifetimeBudgets(
   ledger: BudgetLedger,
-  entry: Pick<AgentEntry, 'id' | 'name'>,
-  ancestors: readonly Pick<AgentEntry, 'id' | 'name'>[],
-  granted: (agentId: string) => readonly Capability[],
+  entry: Pick<AgentEntry, 'id' | 'name' | 'ancestors'>,
+  granted: (agentId: string) => readonly Capability[] | undefined,
 ): Budget[] {
   const { lifetime } = ledger;
   if (lifetime === undefined) return [];
-  const line = [entry, ...ancestors];
+  const line = [entry, ...entry.ancestors];
   return line.flatMap((agent, index) => {
-    const caps = granted(agent.id).flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+    // The caller's own grants: it is held while its turn runs.
+    const held = index === 0 ? (granted(agent.id) ?? []) : granted(agent.id);
+    if (held === undefined) return [lifetime.unknown(agent, entry.name)];
+    const caps = held.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
     if (caps.length === 0) return [];
-    const descendants = `${lineageOf(line.slice(index + 1)) ?? ''}${agent.id}/`;
+    const descendants = lineageOf(line.slice(index));
     return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name)];
   });
 }

@@ -5,7 +5,7 @@ import type { Manifest } from '../manifest/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { AgentHolding } from './agent-holding.ts';
 import type { AgentRegistry } from './agent-registry.ts';
-import type { AgentRestorer } from './agent-restorer.ts';
+import { type AgentRestorer, storedAncestors } from './agent-restorer.ts';
 import type { AgentView } from './agent-view.ts';
 import type { ApprovalService } from './approval-service.ts';
 import type { AutonomousGuard } from './autonomous-guard.ts';
@@ -69,8 +69,11 @@ export class AgentLifecycle {
     // journaled turn waits on stay, for the node that resumes it).
     const interrupted = await approvals.expireInterrupted(new Set(journaled.flatMap(awaitedApprovals)));
     if (interrupted > 0) logger.info({ approvals: interrupted }, 'closed approval requests left pending by a previous process');
-    for (const record of await store.agents.list()) {
-      const entry = this.#parts.restorer.restore(record);
+    const records = await store.agents.list();
+    // Every stored agent's, those whose manifest no longer validates included: their caps still cover the agents below them.
+    const stored = new Map(records.map((record) => [record.id, record]));
+    for (const record of records) {
+      const entry = this.#parts.restorer.restore(record, await storedAncestors(record.parentId, (id) => stored.get(id)));
       if (typeof entry === 'string') {
         report.skipped.push({ id: record.id, name: record.name, problem: entry });
         logger.error({ agentId: record.id, problem: entry }, `cannot restore agent "${record.name}": its stored manifest is invalid`);
@@ -121,6 +124,7 @@ export class AgentLifecycle {
           name,
           state: 'running',
           parentId: parent?.id ?? null,
+          ancestors: parent === undefined ? [] : [{ id: parent.id, name: parent.name }, ...parent.ancestors],
           children: new Set(),
           sessionId: ids.uuid(),
           manifest,

@@ -1,7 +1,7 @@
 import type { AgentRecord, Logger } from '../contracts/index.ts';
 import { capabilitiesFromManifest, ManifestSchema, withoutRetiredKeys } from '../manifest/index.ts';
 import { formatIssues } from '../validation/index.ts';
-import type { AgentEntry } from './agent-entry.ts';
+import type { AgentEntry, AgentRef } from './agent-entry.ts';
 
 /**
  * Reads stored agents back as entries the kernel holds, validating their manifests as for any
@@ -16,8 +16,11 @@ export class AgentRestorer {
     this.#logger = logger;
   }
 
-  /** The entry `record` stands for, or why it cannot be held (its manifest no longer validates). */
-  restore(record: AgentRecord): AgentEntry | string {
+  /**
+   * The entry `record` stands for, below `ancestors` (see `storedAncestors`), or why it cannot be
+   * held (its manifest no longer validates).
+   */
+  restore(record: AgentRecord, ancestors: readonly AgentRef[]): AgentEntry | string {
     // A name stored before names lost the dot (0006) is kept: the rest is validated as for any.
     const dotted = typeof record.manifest['name'] === 'string' && record.manifest['name'].includes('.') ? record.manifest['name'] : undefined;
     // Keys an earlier Loom stored and ignored, refused now, are taken out: the agent runs as it did.
@@ -37,6 +40,7 @@ export class AgentRestorer {
       name: record.name,
       state: record.state,
       parentId: record.parentId,
+      ancestors,
       children: new Set(),
       sessionId: record.sessionId,
       manifest,
@@ -45,4 +49,23 @@ export class AgentRestorer {
       updatedAt: record.updatedAt,
     };
   }
+}
+
+/**
+ * The agents above an agent whose parent is `parentId`, its parent first, by the stored parent
+ * links: `find` reads one agent (held here or stored), whatever its manifest. A parent is stored
+ * as long as its children are (a kill deletes the agent with every agent below it).
+ */
+export async function storedAncestors(
+  parentId: string | null,
+  find: (id: string) => Pick<AgentRecord, 'id' | 'name' | 'parentId'> | undefined | Promise<Pick<AgentRecord, 'id' | 'name' | 'parentId'> | undefined>,
+): Promise<AgentRef[]> {
+  const above: AgentRef[] = [];
+  for (let id = parentId; id !== null && !above.some((ancestor) => ancestor.id === id);) {
+    const parent = await find(id);
+    if (parent === undefined) break;
+    above.push({ id: parent.id, name: parent.name });
+    id = parent.parentId;
+  }
+  return above;
 }

@@ -73,6 +73,7 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
     // Refused by a budget before the turn said anything: the message is kept, with why.
     for (const used of calls) trace.model(used);
     if (commits.isLive(entry)) await commits.commit(turn, input, calls, endingOf(error, signal), null);
+    else await commits.record(runtime, entry, calls, runLogger);
     throw commits.unwound(entry, error, signal);
   }
   for (const used of calls) trace.model(used);
@@ -131,9 +132,11 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
   } catch (error) {
     // What the turn did before failing is counted, and its messages kept (the user's message
     // was accepted; tools may have acted; a cancelled reply keeps what it said). A killed agent
-    // has nothing left to keep them in.
+    // has nothing left to keep them in, but what it spent is still counted (its ancestors' caps).
     const partial = partialOutcomeOf(error);
-    if (commits.isLive(entry)) await commits.commit(turn, partial?.messages ?? messages, [...calls, ...(partial?.calls ?? [])], endingOf(error, signal), null);
+    const spent = [...calls, ...(partial?.calls ?? [])];
+    if (commits.isLive(entry)) await commits.commit(turn, partial?.messages ?? messages, spent, endingOf(error, signal), null);
+    else await commits.record(runtime, entry, spent, runLogger);
     throw commits.unwound(entry, error, signal);
   }
   if (canonical !== undefined && canonicalBase !== undefined) {

@@ -2,7 +2,7 @@ import type { AgentRecord, Logger, Store } from '../contracts/index.ts';
 import type { EmergentEngine } from '../forged-tools/index.ts';
 import type { AgentHolding } from './agent-holding.ts';
 import type { AgentRegistry } from './agent-registry.ts';
-import type { AgentRestorer } from './agent-restorer.ts';
+import { type AgentRestorer, storedAncestors } from './agent-restorer.ts';
 import type { ApprovalService } from './approval-service.ts';
 import type { EventBus, KernelEvent } from './event-bus.ts';
 
@@ -48,7 +48,10 @@ export class ClusterSync {
       if (held !== undefined) await holding.forget(registry.subtree(held), false);
       return;
     }
-    const restored = this.#parts.restorer.restore(record);
+    // An agent held here is never given another parent: its ancestors are read once, when it is adopted.
+    const ancestors =
+      held === undefined ? await storedAncestors(record.parentId, async (id) => registry.find(id) ?? (await store.agents.get(id))) : held.ancestors;
+    const restored = this.#parts.restorer.restore(record, ancestors);
     if (typeof restored === 'string') {
       logger.error({ agentId, problem: restored }, `cannot hold agent "${record.name}" as another node stored it: its manifest is invalid`);
       return;

@@ -5,9 +5,9 @@ import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
 
-/** A cap in dollars: to the cent, or to a hundredth of a cent when it has more (not $0.04 for 0.035). */
+/** A cap in dollars as the manifest gives it, to the cent at least: $10.00, $0.035, $0.00001 (never rounded to $0.0000). */
 function dollars(usd: number): string {
-  return usd.toFixed(Math.abs(usd * 100 - Math.round(usd * 100)) < 1e-9 ? 2 : 4);
+  return usd.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 20, useGrouping: false });
 }
 
 /** What one agent and its descendants have spent since it was spawned, and what their calls under way hold. */
@@ -25,11 +25,12 @@ export interface CapHolder {
 }
 
 /**
- * The `lineage` of an agent's usage records: `ancestors` (its parent first, as the registry gives
- * them) from the root down, each id followed by `/`; undefined for an agent no agent spawned.
+ * The `lineage` of an agent's usage records: `ancestors` (its parent first, as `AgentEntry.ancestors`
+ * holds them) from the root down, each id followed by `/`; empty for an agent no agent spawned.
+ * Of an agent and its ancestors (`[agent, ...agent.ancestors]`), where its descendants' records are
+ * found (`CapHolder.descendants`). The one place a lineage is written.
  */
-export function lineageOf(ancestors: readonly { id: string }[]): string | undefined {
-  if (ancestors.length === 0) return undefined;
+export function lineageOf(ancestors: readonly { id: string }[]): string {
   return ancestors.reduceRight((lineage, ancestor) => `${lineage}${ancestor.id}/`, '');
 }
 
@@ -54,6 +55,21 @@ export class LifetimeSpend {
   /** `holder`'s lifetime cap as a budget of the ledger, for a call of agent `caller` (the holder or a descendant). */
   budget(holder: CapHolder, maxUsd: number, caller: string): Budget {
     return { reserve: (estimate) => this.#reserve(holder, maxUsd, caller, estimate) };
+  }
+
+  /**
+   * The cap of `ancestor`, an agent above `caller` that this kernel does not hold (its stored
+   * manifest did not validate at start): not known, so it refuses every call (decision 0040).
+   */
+  unknown(ancestor: { id: string; name: string }, caller: string): Budget {
+    return {
+      reserve: () => {
+        throw new QuotaExceededError(
+          `agent "${caller}" may not call a model: it descends from agent "${ancestor.name}" (${ancestor.id}), which is not loaded (its stored manifest did not validate when Loom started; the daemon's log says why), so the ${LIFETIME_SPEND_FIELD} cap in its manifest, which covers what agent "${caller}" spends, is not known: the agents under it call no model until it loads again`,
+          { details: { agent: caller, budget: LIFETIME_SPEND_FIELD, capOf: ancestor.name, unloaded: ancestor.id } },
+        );
+      },
+    };
   }
 
   /** Forgets an agent (killed): its ancestors' accounts keep what it spent. */

@@ -18,8 +18,8 @@ export interface ModelChoiceParts {
   /** The kernel's logger: a model slot's waits are logged under the agent. */
   logger: Logger;
   capabilities: Pick<CapabilityManager, 'granted'>;
-  /** Where an agent's ancestors are found: a call draws from their lifetime caps too. */
-  registry: Pick<AgentRegistry, 'ancestors'>;
+  /** Whether an agent's ancestor is held here: a call draws from their lifetime caps too, and a cap not held is not known. */
+  registry: Pick<AgentRegistry, 'find'>;
   ledger: BudgetLedger;
   /** The daemon's model-call slots, handed out by agents' `priority`; none: no limit. */
   modelSlots?: PriorityGate | undefined;
@@ -120,7 +120,7 @@ export class ModelChoice {
       {
         budgets: [
           ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }),
-          ...lifetimeBudgets(ledger, entry, this.#parts.registry.ancestors(entry), (agentId) => capabilities.granted(agentId)),
+          ...lifetimeBudgets(ledger, entry, (agentId) => (this.#parts.registry.find(agentId) === undefined ? undefined : capabilities.granted(agentId))),
           ...budgets,
         ],
         price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,

@@ -279,8 +279,9 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     try {
       outcome = await module(context);
     } catch (error) {
-      // The request was accepted and models were paid for: both are kept.
+      // The request was accepted and models were paid for: both are kept (a killed agent's, its usage alone).
       if (commits.isLive(entry)) await commits.commit(turn, [...history, userMessage], calls, endingOf(error, signal), null);
+      else await commits.record(runtime, entry, calls, runLogger);
       throw commits.unwound(entry, error, signal);
     }
     // A code agent that called no model answers as its module.

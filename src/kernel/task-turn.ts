@@ -75,8 +75,8 @@ export class TaskTurns {
         ...(task.tokenBudget === undefined ? {} : { tokenBudget: task.tokenBudget }),
       });
     } catch (error) {
-      // What the turn spent before failing is counted (a budget stop included).
-      if (commits.isLive(entry)) await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
+      // What the turn spent before failing is counted (a budget stop included; a killed agent's too, against its ancestors' caps).
+      await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
       if (signal.aborted && !commits.isLive(entry)) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
       throw error;
     }

@@ -22,8 +22,8 @@ export interface TurnCommitParts {
   ids: IdGenerator;
   /** The message flow's logger: a turn's logger is its child. */
   logger: Logger;
-  /** Where a live agent and its ancestors are found (its usage records name them, see `UsageRecord.lineage`). */
-  registry: Pick<AgentRegistry, 'find' | 'ancestors'>;
+  /** Where a live agent is found. */
+  registry: Pick<AgentRegistry, 'find'>;
   quotas: Pick<QuotaTracker, 'check'>;
   histories: Pick<SessionHistories, 'save'>;
 }
@@ -68,8 +68,9 @@ export class TurnCommits {
 
   /** Prices every model call of a turn, as usage records for the store. */
   price(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): UsageRecord[] {
-    const { clock, registry } = this.#parts;
-    const lineage = lineageOf(registry.ancestors(entry));
+    const { clock } = this.#parts;
+    // Fixed at its spawn: the same whether its ancestors are held here, killed meanwhile, or not loaded.
+    const lineage = lineageOf(entry.ancestors);
     return calls.map((call) => {
       const cost = runtime.costs.estimateCost(call.model.provider, call.model.model, call);
       if (!cost.known) runLogger.debug({ model: modelName(call.model) }, 'no price known for this model; counted as free');
@@ -82,7 +83,7 @@ export class TurnCommits {
         ...(call.cacheReadTokens === undefined ? {} : { cacheReadTokens: call.cacheReadTokens }),
         ...(call.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: call.cacheWriteTokens }),
         costUsd: cost.costUsd,
-        ...(lineage === undefined ? {} : { lineage }),
+        ...(lineage === '' ? {} : { lineage }),
       };
     });
   }

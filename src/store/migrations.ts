@@ -510,17 +510,18 @@ export const migrations: readonly Migration[] = [
     sql: `
       -- The agents above the one that made a call, root first, each id followed by '/' (null for an
       -- agent no agent spawned): an ancestor's lifetime cap counts its descendants' spending, killed
-      -- ones included, by the prefix (decision 0040). The index holds spawned agents' rows only.
+      -- ones included, by the prefix (decision 0040).
       ALTER TABLE usage ADD COLUMN lineage TEXT;
-      CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
-      -- The rows of agents alive now get theirs; a killed agent's parent link is gone with it.
+      -- The rows of agents alive now get theirs, by one join (not a lookup per row); a killed
+      -- agent's parent link is gone with it.
       WITH RECURSIVE lineages (id, lineage) AS (
         SELECT id, NULL FROM agents WHERE parent_id IS NULL
         UNION ALL
         SELECT agents.id, coalesce(lineages.lineage, '') || lineages.id || '/' FROM agents JOIN lineages ON agents.parent_id = lineages.id
       )
-      UPDATE usage SET lineage = (SELECT lineage FROM lineages WHERE lineages.id = usage.agent_id)
-        WHERE agent_id IN (SELECT id FROM lineages WHERE lineage IS NOT NULL);
+      UPDATE usage SET lineage = lineages.lineage FROM lineages WHERE lineages.id = usage.agent_id AND lineages.lineage IS NOT NULL;
+      -- Built once the rows have their lineage (not kept up row by row); it holds spawned agents' rows only.
+      CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
     `,
   },
   {

@@ -435,17 +435,19 @@ export const postgresMigrations: readonly Migration[] = [
     sql: `
       -- The agents above the one that made a call, root first, each id followed by '/' (null for an
       -- agent no agent spawned): an ancestor's lifetime cap counts its descendants' spending, killed
-      -- ones included, by the prefix (decision 0040), compared byte by byte as on SQLite. The index
-      -- holds spawned agents' rows only.
+      -- ones included, by the prefix (decision 0040), compared byte by byte as on SQLite. Adding a
+      -- column with no default rewrites nothing; its lock on usage is held to the migration's end,
+      -- as every step's is (one transaction): what a rolling upgrade sees is in decision 0040.
       ALTER TABLE usage ADD COLUMN lineage TEXT COLLATE "C";
-      CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
-      -- The rows of agents alive now get theirs; a killed agent's parent link is gone with it.
+      -- The rows of agents alive now get theirs, by one join; a killed agent's parent link is gone with it.
       WITH RECURSIVE lineages (id, lineage) AS (
         SELECT id, NULL::text COLLATE "C" FROM agents WHERE parent_id IS NULL
         UNION ALL
         SELECT agents.id, (coalesce(lineages.lineage, '') || lineages.id || '/') COLLATE "C" FROM agents JOIN lineages ON agents.parent_id = lineages.id
       )
       UPDATE usage SET lineage = lineages.lineage FROM lineages WHERE lineages.id = usage.agent_id AND lineages.lineage IS NOT NULL;
+      -- Built once the rows have their lineage (not kept up row by row); it holds spawned agents' rows only.
+      CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
     `,
   },
 ];

@@ -71,6 +71,7 @@ describe('toAgentView()', () => {
     name: 'writer',
     state: 'running' as const,
     parentId: null,
+    ancestors: [],
     children: new Set<string>(),
     sessionId: 's1',
     manifest: parseManifest(toml, { source: 'writer.toml' }).manifest,

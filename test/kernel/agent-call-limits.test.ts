@@ -1,3 +1,4 @@
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { QuotaExceededError } from '../../src/errors/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
@@ -83,6 +84,12 @@ describe('[capabilities].econ_spend', () => {
     expect(server.requests).toHaveLength(0);
   });
 
+  it('shows a cap as the manifest gives it, however small', async () => {
+    await host.kernel.spawn(manifest(`name = "spender"\n${model()}[capabilities]\necon_spend = 0.00001\n`));
+    const refusal = await refusalOf(host.kernel.send('spender', 'one'));
+    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.00001 in its life');
+  });
+
   describe("covers what the agent's descendants spend", () => {
     // A parent capped at $0.035 whose children may each spend as much: a child's call of $0.015
     // (2,000 tokens in, 1,000 out) is estimated at about $0.0101 (its prompt and max_tokens = 1000).
@@ -92,7 +99,7 @@ describe('[capabilities].econ_spend', () => {
       const refusal = await refusalOf(host.kernel.send(caller, 'more'));
       expect(refusal).toBeInstanceOf(QuotaExceededError);
       expect((refusal as QuotaExceededError).message).toContain(
-        `agent "boss" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300; the next model call of agent "${caller}" would cost about $0.01`,
+        `agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300; the next model call of agent "${caller}" would cost about $0.01`,
       );
       expect((refusal as QuotaExceededError).message).toContain(
         `the cap is [capabilities].econ_spend in the manifest of agent "boss", which agent "${caller}" descends from`,
@@ -112,7 +119,7 @@ describe('[capabilities].econ_spend', () => {
       await refusedByBoss('kid-b');
       await refusedByBoss('kid-a');
       const own = await refusalOf(host.kernel.send('boss', 'and you?'));
-      expect((own as QuotaExceededError).message).toContain('agent "boss" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300');
+      expect((own as QuotaExceededError).message).toContain('agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300');
       expect((own as QuotaExceededError).message).toContain('the cap is [capabilities].econ_spend in its manifest');
       expect(server.requests).toHaveLength(2);
     });
@@ -150,13 +157,79 @@ describe('[capabilities].econ_spend', () => {
 
       // lead inherited boss's $0.035 and names itself first; boss's cap refuses too once lead is gone.
       const refusal = await refusalOf(host.kernel.send('kid-b', 'more'));
-      expect((refusal as QuotaExceededError).message).toContain('agent "lead" may spend $0.0350 in its life, with the agents it spawns, and has spent $0.0300');
+      expect((refusal as QuotaExceededError).message).toContain('agent "lead" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300');
       await host.close();
       host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
       await host.kernel.kill('lead');
       await host.kernel.spawn(manifest(kid('kid-c')), { parent: 'boss' });
       await refusedByBoss('kid-c');
       expect(server.requests).toHaveLength(2);
+    });
+    describe('after a kill in the middle of a turn', () => {
+      const lister = (name: string, spawns = false): string =>
+        `name = "${name}"\n${model()}[capabilities]\ntools = ["agent_list"]\n${spawns ? 'agent_spawn = true\n' : ''}econ_spend = 0.035\n`;
+      const listing = { toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 2000, outputTokens: 1000 } };
+      let answer = (): void => undefined;
+      // The child's turn pays for one call ($0.015), then the kill cuts its next one short.
+      const killDuringTurn = async (caller: string, killed: string): Promise<void> => {
+        server.script([listing, { text: 'too late', gate: new Promise<void>((resolve) => (answer = resolve)) }]);
+        const turn = refusalOf(host.kernel.send(caller, 'work'));
+        await waitFor('the second model call to be under way', () => server.requests.length === 2);
+        await host.kernel.kill(killed);
+        expect(String(await turn)).toContain(`agent "${caller}" was killed during the turn`);
+        answer();
+      };
+      // After a restart, another child spends $0.015: the family has spent $0.03, and the next call would pass boss's cap.
+      const restartAndSpend = async (): Promise<void> => {
+        await host.close();
+        host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+        await host.kernel.spawn(manifest(kid('kid-b')), { parent: 'boss' });
+        server.script([reply]);
+        expect((await host.kernel.send('kid-b', 'one')).text).toBe('done');
+      };
+
+      it("still counts what the killed child's last turn spent, after a restart", async () => {
+        await host.kernel.spawn(manifest(lister('boss', true)));
+        await host.kernel.spawn(manifest(lister('kid-a')), { parent: 'boss' });
+        await killDuringTurn('kid-a', 'kid-a');
+        await restartAndSpend();
+        await refusedByBoss('kid-b');
+        expect(server.requests).toHaveLength(3);
+      });
+
+      it("counts a grandchild's last turn against the root's cap when its parent is killed under it", async () => {
+        await host.kernel.spawn(manifest(lister('boss', true)));
+        await host.kernel.spawn(manifest(`name = "lead"\n${model()}[capabilities]\ntools = ["agent_list"]\nagent_spawn = true\n`), { parent: 'boss' });
+        await host.kernel.spawn(manifest(lister('kid-a')), { parent: 'lead' });
+        await killDuringTurn('kid-a', 'lead');
+        await restartAndSpend();
+        await refusedByBoss('kid-b');
+        expect(server.requests).toHaveLength(3);
+      });
+    });
+
+    it('refuses the calls of an agent whose ancestor was not loaded at start, naming it: its cap is not known', async () => {
+      await host.kernel.spawn(manifest(boss()));
+      await host.kernel.spawn(manifest(`name = "lead"\n${model()}[capabilities]\nagent_spawn = true\n`), { parent: 'boss' });
+      await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'lead' });
+      await host.close();
+      // A manifest this Loom no longer reads (as after a downgrade): boss is skipped, the agents under it load.
+      const db = new DatabaseSync(host.home.databasePath);
+      db.prepare(`UPDATE agents SET manifest = json_set(manifest, '$.priority', 'urgent') WHERE name = 'boss'`).run();
+      db.close();
+      host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+      expect(host.report.skipped.map((skipped) => skipped.name)).toEqual(['boss']);
+      server.script([reply]);
+
+      const refusal = await refusalOf(host.kernel.send('kid-a', 'one'));
+      expect(refusal).toBeInstanceOf(QuotaExceededError);
+      expect((refusal as QuotaExceededError).message).toContain('agent "kid-a" may not call a model: it descends from agent "boss"');
+      expect((refusal as QuotaExceededError).message).toContain(
+        'so the [capabilities].econ_spend cap in its manifest, which covers what agent "kid-a" spends, is not known',
+      );
+      expect((refusal as QuotaExceededError).details).toMatchObject({ agent: 'kid-a', budget: '[capabilities].econ_spend', capOf: 'boss' });
+      expect(String(await refusalOf(host.kernel.send('lead', 'two')))).toContain('agent "lead" may not call a model: it descends from agent "boss"');
+      expect(server.requests).toHaveLength(0);
     });
   });
 

@@ -11,6 +11,7 @@ export function agentEntry(name: string, scheduleToml: string, id = `id-${name}`
     name,
     state: 'running',
     parentId: null,
+    ancestors: [],
     children: new Set(),
     sessionId: `session-${name}`,
     manifest,
