@@ -109,6 +109,7 @@ export function createA2aServer(options: A2aServerOptions): A2aServer {
         clock: options.clock,
         closing: closing.signal,
         othersAlive: options.othersAlive ?? (() => Promise.resolve(false)),
+        leasesTurns: options.leasesTurns,
       });
     })
     .catch((error: unknown) => logger.error({ err: error }, 'could not settle the A2A tasks the previous daemon left unfinished'));

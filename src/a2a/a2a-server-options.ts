@@ -69,6 +69,12 @@ export interface A2aServerOptions {
    */
   othersAlive?: (() => Promise<boolean>) | undefined;
   /**
+   * Whether the store leases each running turn to its node (PostgreSQL, decision 0061): the turn of
+   * an unfinished task that does not run here is waited for as one on another node (taken over
+   * once its lease lapses), not asked for again every 30 s.
+   */
+  leasesTurns?: boolean | undefined;
+  /**
    * Paces the following of a task another node runs (a resubscription here): read again at each
    * event of its agent this node hears, and every half second. Without it such a task is answered
    * as it is now.

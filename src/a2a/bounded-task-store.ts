@@ -48,10 +48,14 @@ export class BoundedTaskStore implements TaskStore {
   readonly #max: number;
   readonly #stopping: AbortSignal | undefined;
   readonly #canceled: ((taskId: string) => void) | undefined;
-  /** The unfinished tasks this process wrote, as it last wrote them: what a read answers once the store closed (see `stopping`). */
+  /**
+   * The unfinished tasks this process wrote, as it last wrote them, the last written last: what a
+   * read answers once the store closed (see `stopping`). At most `maxTasks` (the oldest forgotten
+   * first); a task is forgotten at any save of its end, dropped or failed too.
+   */
   readonly #written = new Map<string, A2aTaskRecord['task']>();
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
-  readonly #cancelers = new Map<string, () => void>();
+  readonly #cancelers = new Map<string, (task: Task) => void>();
   /** The last write of each task under way (see {@link update}): a task's writes run one after another. */
   readonly #writes = new Map<string, Promise<unknown>>();
 
@@ -109,12 +113,28 @@ export class BoundedTaskStore implements TaskStore {
     return this.#stopping?.aborted === true && error instanceof StoreClosedError;
   }
 
+  /**
+   * Writes the task (see {@link save}). A task saved ended is no longer kept in `#written`, its save
+   * dropped or failed too; but for a save that met the store closed at the stop, kept as it was.
+   */
   async #save(task: Task): Promise<void> {
-    const existing = await this.#repository.get(task.id);
+    try {
+      await this.#write(task);
+    } catch (error) {
+      if (isTerminalState(task.status?.state) && !this.#closedAtStop(error)) this.#written.delete(task.id);
+      throw error;
+    }
+  }
+
+  async #write(task: Task): Promise<void> {
     const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
+    const existing = await this.#repository.get(task.id);
     // The first end wins: an ended task is never given another state (a cancel the SDK read the
     // task for before the recovery saved it completed, say).
-    if (existing?.finished === true && existing.state !== taskStateToJSON(state)) return;
+    if (existing?.finished === true && existing.state !== taskStateToJSON(state)) {
+      this.#written.delete(task.id);
+      return;
+    }
     if (existing === undefined) {
       let count = await this.#repository.count();
       while (count >= this.#max) {
@@ -139,21 +159,31 @@ export class BoundedTaskStore implements TaskStore {
     };
     await this.#repository.put(record);
     if (record.finished) this.#written.delete(task.id);
-    else this.#written.set(task.id, record.task);
+    else this.#remember(task.id, record.task);
     if (state === TaskState.TASK_STATE_CANCELED) {
       const cancel = this.#cancelers.get(task.id);
       this.#cancelers.delete(task.id);
-      cancel?.();
       this.#canceled?.(task.id);
+      cancel?.(task);
+    }
+  }
+
+  /** Keeps the task as last written (see `#written`), the oldest forgotten past `maxTasks`. */
+  #remember(taskId: string, task: A2aTaskRecord['task']): void {
+    this.#written.delete(taskId);
+    this.#written.set(taskId, task);
+    for (const oldest of this.#written.keys()) {
+      if (this.#written.size <= Math.max(this.#max, 1)) break;
+      this.#written.delete(oldest);
     }
   }
 
   /**
-   * Calls `cancel` once, when the task is next saved canceled, whoever cancels it (the SDK marks a
+   * Calls `cancel` once, with the task saved, when the task is next saved canceled, whoever cancels it (the SDK marks a
    * task canceled in the store itself when no executor runs it: a task whose turn runs without one,
    * resumed after a restart). Returns the function that stops watching.
    */
-  onCanceled(taskId: string, cancel: () => void): () => void {
+  onCanceled(taskId: string, cancel: (task: Task) => void): () => void {
     this.#cancelers.set(taskId, cancel);
     return () => {
       if (this.#cancelers.get(taskId) === cancel) this.#cancelers.delete(taskId);
@@ -181,7 +211,7 @@ export class BoundedTaskStore implements TaskStore {
    * The task, or undefined when it is unknown or the context's caller may not see it
    * (`isTaskVisible`). Once the store closed while the daemon stops (see `stopping`), the task as
    * this process last wrote it while it ran (the executor's last update of a task its turn's end
-   * canceled reads it), else undefined.
+   * canceled reads it); the store's failure is thrown for any other task (not known missing).
    */
   async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
     let task: Task | undefined;
@@ -189,9 +219,9 @@ export class BoundedTaskStore implements TaskStore {
       const record = await this.#repository.get(taskId);
       task = record === undefined ? undefined : Task.fromJSON(record.task);
     } catch (error) {
-      if (!this.#closedAtStop(error)) throw error;
       const written = this.#written.get(taskId);
-      task = written === undefined ? undefined : Task.fromJSON(written);
+      if (!this.#closedAtStop(error) || written === undefined) throw error;
+      task = Task.fromJSON(written);
     }
     return task !== undefined && isTaskVisible(task, callerOfContext(context)) ? task : undefined;
   }

@@ -101,6 +101,8 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
         },
       };
       await store.save(latest);
+      // What is stored: the save is dropped when the task ended meanwhile (its first end wins).
+      latest = (await store.load(id)) ?? latest;
     }
     return c.json(toLegacyTask(latest));
   });

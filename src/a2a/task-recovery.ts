@@ -22,6 +22,9 @@ export const TASK_RECOVERY_RETRY_MS = 30_000;
 /** How many times it asks again before it leaves the task unfinished, for the next start (10 minutes). */
 export const TASK_RECOVERY_ATTEMPTS = 20;
 
+/** Who a recovered task's turn is canceled by, when its client cancels the task. */
+const CANCELED_BY = 'the client of its A2A task';
+
 /** What {@link recoverTasks} works on. */
 export interface TaskRecoveryParts {
   kernel: Kernel;
@@ -38,6 +41,12 @@ export interface TaskRecoveryParts {
   closing: AbortSignal;
   /** Whether other nodes share the store now: only then may a turn that does not run here run on one of them. */
   othersAlive: () => Promise<boolean>;
+  /**
+   * Whether the store leases each running turn to its node (PostgreSQL, decision 0061): a turn that
+   * does not run here is taken over by a node once its lease lapses, this one included, so it is
+   * waited for as one running elsewhere.
+   */
+  leasesTurns?: boolean | undefined;
 }
 
 /**
@@ -61,7 +70,7 @@ export async function recoverTasks(parts: TaskRecoveryParts): Promise<void> {
     const recovered = await recoverTask(parts, later, { task, agent, tries: 0 });
     if (recovered === 'failed') failed += 1;
     else if (recovered === 'waiting') waiting += 1;
-    else if (typeof recovered === 'object') unanswered ??= recovered;
+    else if (typeof recovered === 'object') unanswered = worse(unanswered, recovered);
   }
   if (failed > 0) logger.warn({ tasks: failed }, 'failed the A2A tasks the previous daemon left unfinished whose turns cannot be found');
   if (waiting > 0) logger.info({ tasks: waiting }, 'A2A tasks the previous daemon left unfinished go on with their resumed turns');
@@ -77,8 +86,20 @@ interface Unanswered {
   store: boolean;
 }
 
-/** What became of a task the recovery met: failed (its turn cannot be found), settled (its turn had ended), waiting (its turn runs: settled when it ends), or unanswered (asked again later). */
-type Recovered = 'failed' | 'settled' | 'waiting' | Unanswered;
+/** The turn runs, not here, and no node may run it now. */
+const NOT_HERE: Unanswered = { error: undefined, store: false };
+
+/** The reason to tell of two: the store's failure before a turn not here. */
+function worse(kept: Unanswered | undefined, next: Unanswered): Unanswered {
+  return kept === undefined || (next.store && !kept.store) ? next : kept;
+}
+
+/**
+ * What became of a task the recovery met: failed (its turn cannot be found), settled (its turn had
+ * ended), waiting (its turn runs: settled when it ends), left (an unexpected failure, logged: left
+ * for the next start), or unanswered (asked again later).
+ */
+type Recovered = 'failed' | 'settled' | 'waiting' | 'left' | Unanswered;
 
 /** A task the recovery meets, and how many times it was asked for again. */
 interface Met {
@@ -87,63 +108,82 @@ interface Met {
   tries: number;
 }
 
-/** Meets one unfinished task with its turn (see the file's comment); a task left unanswered is given to `later`. */
+/**
+ * Meets one unfinished task with its turn (see the file's comment); a task left unanswered, or
+ * whose outcome the store failed to write, is given to `later`.
+ */
 async function recoverTask(parts: TaskRecoveryParts, later: UnansweredTasks, met: Met): Promise<Recovered> {
+  const { task, agent } = met;
+  try {
+    return await meetTurn(parts, later, met);
+  } catch (error) {
+    if (parts.closing.aborted) return 'left';
+    // Not known not to exist, or its outcome not written (the store out of reach): asked again later.
+    if (error instanceof StoreError) return later.add(task, agent, met.tries, { error, store: true });
+    parts.logger.error(
+      { err: error, taskId: task.id, agent },
+      'could not settle an A2A task the previous daemon left unfinished; it is left for the next start',
+    );
+    return 'left';
+  }
+}
+
+/** {@link recoverTask}, its failures thrown. */
+async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: Met): Promise<Recovered> {
   const { logger } = parts;
   const { task, agent } = met;
-  let turn: KeyedTurn | undefined;
-  try {
-    turn = await turnOf(parts, task, agent);
-  } catch (error) {
-    // Not known not to exist (the store out of reach): asked again later.
-    return later.add(task, agent, met.tries, { error, store: error instanceof StoreError });
-  }
+  const turn = await turnOf(parts, task, agent);
   if (turn === undefined) {
     await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT });
     return 'failed';
   }
   if (turn.state === 'done') {
-    const outcome = await outcomeOf(parts, turn, false);
+    const outcome = await outcomeOf(parts, () => turn.result(), false);
     if (!('state' in outcome)) return later.add(task, agent, met.tries, outcome);
     await settle(parts, task, agent, outcome);
     return 'settled';
   }
-  // Running, not here: only another node may run it (or take it over once its lease lapses).
-  const elsewhere = !turn.here && parts.clock !== undefined && (await parts.othersAlive());
-  if (!turn.here && !elsewhere) return later.add(task, agent, met.tries, { error: undefined, store: false });
-  // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here.
-  const unwatch = watchCancel(parts, task, agent);
+  // Running, not here: only another node may run it, or take it over once its lease lapses.
+  const elsewhere = !turn.here && parts.clock !== undefined && (parts.leasesTurns === true || (await parts.othersAlive()));
+  if (!turn.here && !elsewhere) return later.add(task, agent, met.tries, NOT_HERE);
+  // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here, at
+  // once, or once it runs here (taken over).
+  let canceled = false;
+  const unwatch = parts.store.onCanceled(task.id, (saved) => {
+    canceled = true;
+    parts.notifier?.notifyStored(agent, saved);
+    turn.cancel(CANCELED_BY);
+  });
   void showApprovals(parts, task, agent, turn).catch((error: unknown) =>
     logger.warn({ err: error, taskId: task.id, agent }, 'could not show an A2A task waiting for an approval of its resumed turn'),
   );
-  void outcomeOf(parts, turn, elsewhere)
+  const result = (): Promise<TurnResult> => {
+    if (canceled) turn.cancel(CANCELED_BY);
+    return turn.result();
+  };
+  void outcomeOf(parts, result, elsewhere)
     .then((outcome) => {
       // Watched no longer: the task's own end (canceled with its turn) is not a client's cancel.
       unwatch();
+      if (parts.closing.aborted) return undefined;
       if ('state' in outcome) return settle(parts, task, agent, outcome);
-      logger.warn(
-        { err: outcome.error, taskId: task.id, agent },
-        `could not read how the turn of an unfinished A2A task ended; asked again in ${TASK_RECOVERY_RETRY_MS / 1000} s`,
-      );
-      // The try count goes on: a task is asked for again TASK_RECOVERY_ATTEMPTS times in all.
-      later.add(task, agent, met.tries, outcome);
+      // Told of in the next round's line; the try count goes on (TASK_RECOVERY_ATTEMPTS in all).
+      later.add(task, agent, met.tries, outcome, canceled);
       return undefined;
     })
-    .catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn'))
+    .catch((error: unknown) => {
+      if (parts.closing.aborted) return;
+      if (error instanceof StoreError) later.add(task, agent, met.tries, { error, store: true }, canceled);
+      else logger.warn({ err: error, taskId: task.id, agent }, 'could not give an A2A task the outcome of its resumed turn');
+    })
     .finally(unwatch);
   return 'waiting';
 }
 
-/**
- * Cancels the task's turn when its client cancels the task (saved canceled: no executor runs it).
- * Returns the function that stops watching.
- */
-function watchCancel(parts: TaskRecoveryParts, task: Task, agent: string): () => void {
-  return parts.store.onCanceled(task.id, () => {
-    void cancelTurnOf(parts, task, agent).catch((error: unknown) =>
-      parts.logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
-    );
-  });
+/** A task waiting for the next round: `canceled` when its client canceled it and its turn is to be canceled once here. */
+interface Waiting extends Met {
+  canceled: boolean;
+  unwatch: () => void;
 }
 
 /**
@@ -152,12 +192,12 @@ function watchCancel(parts: TaskRecoveryParts, task: Task, agent: string): () =>
  * and stops at the first the store fails for (the rest wait for the next round, the failed one
  * last); a round counts as one try for each task in it, and logs one line. A task is asked for
  * {@link TASK_RECOVERY_ATTEMPTS} times at most, then left unfinished for the next start. A
- * client's cancel of a task waiting here cancels its turn, as for a turn resumed here. The rounds
- * stop when the server closes.
+ * client's cancel of a task waiting here cancels its turn (that turn, by its journal id) once it
+ * runs here: at once, or in a later round. The rounds stop when the server closes.
  */
 class UnansweredTasks {
   readonly #parts: TaskRecoveryParts;
-  readonly #waiting = new Map<string, Met & { unwatch: () => void }>();
+  readonly #waiting = new Map<string, Waiting>();
   /** Whether the rounds run (until no task waits). */
   #running = false;
   /** The tasks given up in the round under way (logged together at its end). */
@@ -167,46 +207,60 @@ class UnansweredTasks {
     this.#parts = parts;
   }
 
-  /** Keeps the task for the next round, unless it was asked for as many times as it may be. Returns `why`. */
-  add(task: Task, agent: string, tries: number, why: Unanswered = { error: undefined, store: false }): Unanswered {
-    const { clock, closing, logger } = this.#parts;
-    this.#waiting.get(task.id)?.unwatch();
-    if (clock === undefined || closing.aborted) return why;
-    if (tries >= TASK_RECOVERY_ATTEMPTS) {
+  /**
+   * Keeps the task for the next round (`canceled`, or canceled while it waited, when its turn is to
+   * be canceled), unless it was asked for as many times as it may be. Returns `why`.
+   */
+  add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled = false): Unanswered {
+    const { clock, closing, logger, store } = this.#parts;
+    const earlier = this.#waiting.get(task.id);
+    if (clock === undefined || closing.aborted || tries >= TASK_RECOVERY_ATTEMPTS) {
+      earlier?.unwatch();
+      if (clock === undefined || closing.aborted) return why;
       if (this.#gaveUp !== undefined) this.#gaveUp.push(task.id);
       else logger.error({ err: why.error, taskId: task.id, agent, tries }, `${GAVE_UP}: the task is left unfinished for the next start`);
       return why;
     }
-    // Its client may cancel it while it waits here: its turn is canceled then, if it runs here.
-    const stop = this.#parts.store.onCanceled(task.id, () => {
-      unwatch();
-      void cancelTurnOf(this.#parts, task, agent).catch((error: unknown) =>
-        logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
+    const waiting: Waiting = { task, agent, tries, canceled: canceled || earlier?.canceled === true, unwatch: () => undefined };
+    // Its client may cancel it while it waits here: its turn is canceled then, if it runs here, else in a later round.
+    const stop = store.onCanceled(task.id, (saved) => {
+      waiting.canceled = true;
+      this.#parts.notifier?.notifyStored(agent, saved);
+      void cancelTurnOf(this.#parts, task, agent).then(
+        (done) => {
+          if (done) waiting.unwatch();
+        },
+        (error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
       );
     });
-    const unwatch = (): void => {
+    waiting.unwatch = () => {
       stop();
-      if (this.#waiting.get(task.id)?.unwatch === unwatch) this.#waiting.delete(task.id);
+      if (this.#waiting.get(task.id) === waiting) this.#waiting.delete(task.id);
     };
-    this.#waiting.set(task.id, { task, agent, tries, unwatch });
-    if (!this.#running) {
-      this.#running = true;
-      void this.#run();
-    }
+    this.#waiting.set(task.id, waiting);
+    // Its watcher is replaced above: no cancel is missed in between.
+    earlier?.unwatch();
+    this.#start();
     return why;
   }
 
-  /** Logs, once, the tasks the start could not settle (`why`: the first reason). */
+  /** Logs, once, the tasks the start could not settle (`why`: the store's failure, else a turn not here). */
   told(why: Unanswered | undefined): void {
-    if (why !== undefined && this.#waiting.size > 0) this.#log('error', why, this.#waiting.size);
+    if (why !== undefined && this.#waiting.size > 0) this.#log(why.store ? 'error' : 'info', why, this.#waiting.size);
   }
 
-  #log(level: 'error' | 'warn', why: Unanswered, asked: number): void {
+  #log(level: 'error' | 'warn' | 'info', why: Unanswered, asked: number): void {
     const tasks = this.#waiting.size;
     this.#parts.logger[level](
       { err: why.error, asked, tasks, taskIds: [...this.#waiting.keys()].slice(0, 10) },
       `could not yet say what became of the turns of ${tasks} unfinished A2A task(s) (the store ${why.store ? 'could not answer' : 'says they run, not here'}); asked again in ${TASK_RECOVERY_RETRY_MS / 1000} s`,
     );
+  }
+
+  #start(): void {
+    if (this.#running) return;
+    this.#running = true;
+    void this.#run();
   }
 
   async #run(): Promise<void> {
@@ -217,6 +271,8 @@ class UnansweredTasks {
     } finally {
       this.#running = false;
     }
+    // A task added after the rounds found none waiting, before they ended.
+    if (this.#waiting.size > 0 && !this.#parts.closing.aborted) this.#start();
   }
 
   async #rounds(): Promise<void> {
@@ -243,18 +299,11 @@ class UnansweredTasks {
           gaveUp.push(met.task.id);
           continue;
         }
-        waiting.unwatch();
         asked += 1;
-        let task: Task | undefined;
-        try {
-          task = await this.#parts.store.load(met.task.id);
-        } catch (error) {
-          failed = this.add(met.task, met.agent, met.tries, { error, store: true });
-          continue;
-        }
-        if (task === undefined || isTerminalState(task.status?.state)) continue;
-        const recovered = await recoverTask(this.#parts, this, { ...met, task });
-        if (typeof recovered === 'object') failed ??= recovered;
+        const recovered = await this.#meet(waiting, met);
+        if (typeof recovered === 'object') failed = worse(failed, recovered);
+        // Met (its own watcher, if any, registered): watched here no longer, unless canceled meanwhile.
+        else if (!waiting.canceled) waiting.unwatch();
       }
       this.#gaveUp = undefined;
       if (gaveUp.length > 0) {
@@ -263,8 +312,36 @@ class UnansweredTasks {
           `${GAVE_UP}: the tasks are left unfinished for the next start`,
         );
       }
-      if (failed !== undefined && this.#waiting.size > 0) this.#log('warn', failed, asked);
+      if (failed !== undefined && this.#waiting.size > 0) this.#log(failed.store ? 'warn' : 'info', failed, asked);
     }
+  }
+
+  /** Meets a waiting task again: with its turn, or, canceled, cancels its turn once it runs here. */
+  async #meet(waiting: Waiting, met: Met): Promise<Recovered> {
+    const { store } = this.#parts;
+    if (!waiting.canceled) {
+      let task: Task | undefined;
+      try {
+        task = await store.load(met.task.id);
+      } catch (error) {
+        return this.add(met.task, met.agent, met.tries, { error, store: true });
+      }
+      if (task === undefined) return 'left';
+      // Canceled elsewhere, or by a client before it was watched: its turn is canceled too.
+      if (task.status?.state !== TaskState.TASK_STATE_CANCELED) {
+        return isTerminalState(task.status?.state) ? 'settled' : recoverTask(this.#parts, this, { ...met, task });
+      }
+    }
+    try {
+      if (await cancelTurnOf(this.#parts, met.task, met.agent)) {
+        waiting.unwatch();
+        return 'settled';
+      }
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      return this.add(met.task, met.agent, met.tries, { error, store: true }, true);
+    }
+    return this.add(met.task, met.agent, met.tries, NOT_HERE, true);
   }
 }
 
@@ -344,13 +421,13 @@ function asCreator(parts: TaskRecoveryParts, task: Task): TaskKernel | undefined
 }
 
 /**
- * Cancels the task's turn, as its creator: the task's client canceled the task. Only while that turn
- * still runs (the conversation's current turn is the one canceled: not a later task's).
+ * Cancels the task's turn (that turn, by its journal id: not a later task's in the same
+ * conversation), as its creator, if it runs here: the task's client canceled the task. Resolves
+ * whether nothing is left to cancel (canceled here, ended, or none): false while it runs elsewhere.
  */
-async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<void> {
-  const creator = asCreator(parts, task);
-  if (creator === undefined || (await turnOf(parts, task, agent))?.state !== 'running') return;
-  await creator.cancelTurn(agent);
+async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<boolean> {
+  const turn = await turnOf(parts, task, agent);
+  return turn?.state !== 'running' || turn.cancel(CANCELED_BY);
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */
@@ -360,16 +437,16 @@ interface TaskOutcome {
 }
 
 /**
- * The outcome of the task of `turn`, once the turn ends (asked again every 2 s while it runs on
+ * The outcome of the task of a turn (`ask`: its result), once the turn ends (asked again every 2 s while it runs on
  * another node, when `elsewhere`); unanswered when the store could not say, the turn does not run
  * here (nor, after 10 minutes, ended elsewhere), or the server closes meanwhile: the task is asked
  * for again later, or left unfinished for the next start.
  */
-async function outcomeOf(parts: TaskRecoveryParts, turn: KeyedTurn, elsewhere: boolean): Promise<TaskOutcome | Unanswered> {
+async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult>, elsewhere: boolean): Promise<TaskOutcome | Unanswered> {
   const { clock } = parts;
   let result: TurnResult;
   try {
-    result = clock === undefined || !elsewhere ? await turn.result() : await untilTurnHere(() => turn.result(), clock, parts.closing);
+    result = clock === undefined || !elsewhere ? await ask() : await untilTurnHere(ask, clock, parts.closing);
   } catch (error) {
     if (parts.closing.aborted || error instanceof StoreError) return { error, store: true };
     // Not ended, not here: a turn only a lapsed lease gives to a node, or one still running elsewhere.

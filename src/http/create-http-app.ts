@@ -72,7 +72,7 @@ export interface HttpAppOptions {
   /** The installed skills a manifest's `skills` offer (the runtime's), shown in an agent's detail; without it, not shown. */
   skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
-  cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
+  cluster?: ClusterReader & Pick<Leadership, 'othersAlive'> & { readonly store?: 'sqlite' | 'postgres' };
   /**
    * Aborted when the daemon stops: the MCP endpoints, if built, close (their sessions and streams
    * end, the calls still running in them are cancelled); the A2A server, if built, stops waiting
@@ -493,6 +493,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         },
         clock,
         othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
+        leasesTurns: cluster?.store === 'postgres',
         keyed: authenticator.keyed,
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];

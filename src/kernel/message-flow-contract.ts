@@ -113,6 +113,12 @@ export interface KeyedTurn {
    * this node (a turn resumed here); nothing when it does not (it ended, or runs on another node).
    */
   follow(): AsyncIterable<AgentEvent>;
+  /**
+   * Cancels this turn (found by its journal id, not the conversation's current turn), saying it was
+   * cancelled `by` whom, if it runs or waits its turn on this node now. Returns whether it did:
+   * false when it does not run here (ended, or on another node).
+   */
+  cancel(by: string): boolean;
 }
 
 /** The message flow, and what the kernel tells it when agents stop. */

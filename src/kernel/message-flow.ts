@@ -191,13 +191,18 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         here: intake.tracks(earlier.id),
         result,
         follow: () => followLive(liveTurns.find(agent.id, conversation, earlier.id)),
+        cancel: (by) => {
+          const live = liveTurns.find(agent.id, conversation, earlier.id);
+          live?.controller.abort(cancelledBy(by));
+          return live !== undefined;
+        },
       };
     },
     followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);
       const turn = currentTurn(agent, conversation, 'cancel');
-      turn.controller.abort(new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`));
+      turn.controller.abort(cancelledBy(by));
       const status = await turn.ended;
       return { agent: agent.name, run_id: turn.runId ?? null, status };
     },
@@ -228,6 +233,9 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     },
   };
 }
+
+/** Why a turn a client cancelled ended. */
+const cancelledBy = (by: string): TurnCancelledError => new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`);
 
 /** The events of `turn` (see `KeyedTurn.follow`): none without one. */
 async function* followLive(turn: LiveTurn | undefined): AsyncGenerator<AgentEvent> {

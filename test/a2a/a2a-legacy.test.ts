@@ -1,3 +1,4 @@
+import { Task, TaskState } from '@a2a-js/sdk';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -105,6 +106,30 @@ describe('legacy endpoints (spec/05)', () => {
     expect(canceled.status).toBe(200);
     expect(await canceled.json()).toMatchObject({ id, status: 'cancelled', sessionId: 's1' });
     expect(await (await sending).json()).toMatchObject({ id, status: 'cancelled' });
+  });
+
+  it('POST /a2a/tasks/{id}/cancel answers the task as stored: completed when it ended so before the cancel was saved', async () => {
+    // A task no agent runs (its agent is gone): the cancel marks it canceled in the store itself.
+    const id = 'c0ffee00-0000-4000-8000-000000000001';
+    const { store } = api.a2a;
+    await store.save(
+      Task.fromJSON({ id, contextId: 'ctx', status: { state: 'TASK_STATE_WORKING' }, history: [], artifacts: [], metadata: { loomAgent: 'gone' } }),
+    );
+    // The task ends (its turn's outcome, written by the recovery) just before the cancel's save.
+    const save = store.save.bind(store);
+    store.save = async (task, context) => {
+      if (task.status?.state === TaskState.TASK_STATE_CANCELED) {
+        await store.update(id, (current) => {
+          current.status = { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() };
+          return true;
+        });
+      }
+      return save(task, context);
+    };
+    const canceled = await api.request(`/a2a/tasks/${id}/cancel`, { method: 'POST' });
+    expect(canceled.status).toBe(200);
+    expect(await canceled.json()).toMatchObject({ id, status: 'completed' });
+    expect(await (await api.request(`/a2a/tasks/${id}`)).json()).toMatchObject({ id, status: 'completed' });
   });
 
   it('evicts the oldest finished task past the bound; evicted tasks answer 404', async () => {

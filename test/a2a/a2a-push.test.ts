@@ -310,7 +310,7 @@ describe('push after a restart', () => {
     expect(model.requests).toHaveLength(2);
   });
 
-  it('a task whose turn resumed at the next start, canceled by its client, cancels that turn', async () => {
+  it('a task whose turn resumed at the next start, canceled by its client, cancels that turn, and its webhook is told', async () => {
     api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS, storeTasks: true });
     await api.host.kernel.spawn(manifest(agentToml('slow', model.url)));
     // Neither daemon's model call answers: the resumed turn runs until something stops it.
@@ -335,6 +335,8 @@ describe('push after a restart', () => {
     // The turn stops with it: nothing goes on spending for a task its client gave up.
     await waitFor('the resumed turn to be cancelled', () => resumed.host.kernel.turnCounts().running === 0);
     expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await receiver.until(reached('TASK_STATE_CANCELED'));
+    expect(states(receiver.received).filter((state) => state === 'TASK_STATE_CANCELED')).toHaveLength(1);
   });
 
   it('a task whose resumed turn asks for an approval is input-required until a human answers, then working and completed, as a live task is', async () => {

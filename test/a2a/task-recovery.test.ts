@@ -5,12 +5,15 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type Task, TaskState } from '@a2a-js/sdk';
+import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { LoomError, StoreError } from '../../src/errors/index.ts';
+import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
 import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
+import type { TurnResult } from '../../src/runtime/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -25,6 +28,7 @@ let first: A2aHarness | undefined;
 let next: A2aHarness | undefined;
 let server: A2aServer | undefined;
 let hanging: HangingModelServer | undefined;
+let http: RunningHttpServer | undefined;
 
 beforeEach(async () => {
   dir = await makeTempDir('loom-a2a-recovery-');
@@ -32,10 +36,11 @@ beforeEach(async () => {
 afterEach(async () => {
   // The next daemon first: the first one's turn is cut off when it closes, as after a crash.
   server?.close();
+  await http?.close();
   await next?.close();
   await first?.close();
   await hanging?.close();
-  server = next = first = hanging = undefined;
+  server = next = first = hanging = http = undefined;
   await dir.remove();
 });
 
@@ -45,7 +50,190 @@ const sentAtOnce = (text: string) => ({
   configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
 });
 
+/** Serves `a2a` on 127.0.0.1, as the daemon does; returns its URL. */
+async function listen(a2a: A2aServer): Promise<string> {
+  const app = new Hono();
+  app.route('/', a2a.publicRoutes);
+  app.route('/', a2a.routes);
+  http = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
+  return http.url;
+}
+
+/** A turn the journal holds running, for a kernel that finds it (see {@link findingTurns}). */
+function runningTurn(options: { here: () => boolean; result?: () => Promise<TurnResult>; cancel?: () => void }): KeyedTurn {
+  return {
+    state: 'running',
+    get here() {
+      return options.here();
+    },
+    result: options.result ?? (() => new Promise<never>(() => undefined)),
+    follow: async function* () {},
+    cancel: () => {
+      if (!options.here()) return false;
+      options.cancel?.();
+      return true;
+    },
+  };
+}
+
+/** `kernel`, but finding every task's turn with `keyedTurn`, and counting its `cancelTurn`s (the conversation's current turn). */
+function findingTurns(kernel: Kernel, keyedTurn: (key: string) => Promise<KeyedTurn | undefined>, counts = { currentCanceled: 0 }): Kernel {
+  return new Proxy(kernel, {
+    get: (target, property, receiver): unknown => {
+      if (property === 'keyedTurn') return (_agent: string, key: string) => keyedTurn(key);
+      if (property !== 'cancelTurn') return Reflect.get(target, property, receiver);
+      return () => {
+        counts.currentCanceled += 1;
+        return Promise.resolve({ agent: 'thinker', run_id: null, status: 'cancelled' });
+      };
+    },
+  });
+}
+
+const TURN_RUNNING = (): LoomError => new LoomError('TURN_RUNNING', 'user', 'the turn is still running on another node; retry later');
+const RESULT: TurnResult = { text: 'Done, elsewhere.', usage: { inputTokens: 1, outputTokens: 1 }, iterations: 1, costUsd: 0, model: 'openai/gpt-4o' };
+
+/** A first daemon's `thinker` task, working, its turn hanging (chain-of-thought: its turns are not journaled). */
+async function workingTasks(...texts: string[]): Promise<{ harness: A2aHarness; tasks: Task[] }> {
+  hanging = await startHangingModelServer();
+  const harness = await startA2a(dir.path, { storeTasks: true });
+  first = harness;
+  await harness.host.kernel.spawn(manifest(agentToml('thinker', hanging.url, 'module = "builtin:chain-of-thought"')));
+  const client = await a2aClient(harness.url, 'thinker', 'none');
+  const tasks: Task[] = [];
+  for (const text of texts) tasks.push((await client.sendMessage(sentAtOnce(text))) as Task);
+  await waitFor('the tasks to be working', async () => {
+    for (const task of tasks) if ((await harness.repository.get(task.id))?.state !== 'TASK_STATE_WORKING') return false;
+    return true;
+  });
+  return { harness, tasks };
+}
+
 describe('the recovery of unfinished A2A tasks', () => {
+  it("cancels, when its client cancels a task whose turn does not run here yet, that task's turn once it runs here: never the conversation's current turn", async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    let here = false;
+    let turnCanceled = 0;
+    const counts = { currentCanceled: 0 };
+    const turn = runningTurn({ here: () => here, result: () => Promise.reject(TURN_RUNNING()), cancel: () => (turnCanceled += 1) });
+    const logger = createRecordingLogger();
+    const told = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn), counts),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    await told;
+    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    const canceled = await client.cancelTask({ tenant: '', id: tasks[0]?.id ?? '', metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    await nextTurn();
+    // Not here yet: nothing is canceled, least of all the turn that runs now in its conversation.
+    expect(counts.currentCanceled).toBe(0);
+    expect(turnCanceled).toBe(0);
+    here = true;
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor("the task's turn to be canceled", () => turnCanceled === 1);
+    expect(counts.currentCanceled).toBe(0);
+  });
+
+  it("goes on when the store fails to write a task's outcome: the task is written in the next round, the tasks after it too", async () => {
+    const { harness, tasks } = await workingTasks('one', 'two');
+    const { kernel, clock } = harness.host;
+    let failures = 1;
+    const repository: A2aTaskRepository = {
+      get: (id) => harness.repository.get(id),
+      put: (record) =>
+        record.id === tasks[0]?.id && failures-- > 0 ? Promise.reject(new StoreError('the database is out of reach')) : harness.repository.put(record),
+      delete: (id) => harness.repository.delete(id),
+      count: () => harness.repository.count(),
+      oldestFinished: () => harness.repository.oldestFinished(),
+      list: (query) => harness.repository.list(query),
+    };
+    const logger = createRecordingLogger();
+    const told = logger.next('error');
+    server = createA2aServer({ kernel, config: ConfigSchema.parse({}), repository, logger, now: () => clock.now(), clock });
+    // The tasks met after it wait with it (none, when it was met last).
+    expect((await told).message).toMatch(/could not yet say what became of the turns of [12] unfinished A2A task\(s\) \(the store could not answer\)/);
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    for (const task of tasks) {
+      await waitFor('the task to be failed', async () => (await harness.repository.get(task.id))?.state === 'TASK_STATE_FAILED');
+    }
+  });
+
+  it('tells of the store failing, not of a turn not here, when both kept tasks from being settled at start', async () => {
+    const { harness } = await workingTasks('one', 'two');
+    const { kernel, clock } = harness.host;
+    const stranded = runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) });
+    // The first task met: its turn runs, not here; the second: the store fails.
+    let lookups = 0;
+    const finding = (): Promise<KeyedTurn> =>
+      (lookups += 1) === 1 ? Promise.resolve(stranded) : Promise.reject(new StoreError('the database is out of reach'));
+    const logger = createRecordingLogger();
+    const told = logger.next('error');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, finding),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    expect((await told).message).toMatch(/of 2 unfinished A2A task\(s\) \(the store could not answer\)/);
+  });
+
+  it('waits for a turn not here as for one on another node when the store leases turns (PostgreSQL): taken over, its end settles the task within seconds', async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    let takenOver = false;
+    const turn = runningTurn({ here: () => takenOver, result: () => (takenOver ? Promise.resolve(RESULT) : Promise.reject(TURN_RUNNING())) });
+    const logger = createRecordingLogger();
+    const asleep = clock.pending();
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn)),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+      leasesTurns: true,
+    });
+    await waitFor('the recovery to wait on the clock', () => clock.pending() > asleep);
+    takenOver = true;
+    await clock.advance(2000);
+    await waitFor('the task to be completed', async () => (await harness.repository.get(tasks[0]?.id ?? ''))?.state === 'TASK_STATE_COMPLETED');
+    expect(logger.entries.filter((entry) => entry.level === 'error' || entry.level === 'warn')).toEqual([]);
+  });
+
+  it("stops quietly at the server's close while a resumed turn runs: no warning that its end could not be read", async () => {
+    const { harness } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    let end: (error: Error) => void = () => undefined;
+    const ended = new Promise<never>((_resolve, reject) => (end = reject));
+    const turn = runningTurn({ here: () => true, result: () => ended });
+    const logger = createRecordingLogger();
+    const going = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn)),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    expect((await going).message).toMatch(/go on with their resumed turns/);
+    server.close();
+    // The kernel's shutdown ends the turn.
+    end(new LoomError('AGENT_STATE', 'user', 'agent "thinker" stopped because Loom is shutting down during the turn'));
+    await nextTurn();
+    await nextTurn();
+    expect(logger.entries.filter((entry) => entry.level === 'error' || entry.level === 'warn')).toEqual([]);
+  });
+
   it("keeps the task's first end: a client's cancel made while it writes the task's outcome (between its read and its write) is not cancelable", async () => {
     const tasks = new InMemoryA2aTaskRepository();
     first = await startA2a(dir.path, { repository: tasks });
@@ -188,6 +376,7 @@ describe('the recovery of unfinished A2A tasks', () => {
       here: false,
       result: () => Promise.reject(new LoomError('TURN_RUNNING', 'user', 'the turn is still running on another node; retry later')),
       follow: async function* () {},
+      cancel: () => false,
     };
     const strandedKernel = new Proxy(kernel, {
       get: (target, property, receiver): unknown =>
@@ -199,7 +388,7 @@ describe('the recovery of unfinished A2A tasks', () => {
           : Reflect.get(target, property, receiver),
     });
     const logger = createRecordingLogger();
-    const told = logger.next('error');
+    const told = logger.next('info');
     server = createA2aServer({ kernel: strandedKernel, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
     expect((await told).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store says they run, not here\)/);
     // Past the 10 minutes a turn on another node is waited for, and past every retry.
@@ -222,17 +411,20 @@ describe('the recovery of unfinished A2A tasks', () => {
       return true;
     });
     const { kernel, clock } = first.host;
-    const runningHere: KeyedTurn = { state: 'running', here: true, result: () => new Promise<never>(() => undefined), follow: async function* () {} };
-    let lookups = 0;
     let canceled = 0;
+    const runningHere: KeyedTurn = {
+      state: 'running',
+      here: true,
+      result: () => new Promise<never>(() => undefined),
+      follow: async function* () {},
+      cancel: () => {
+        canceled += 1;
+        return true;
+      },
+    };
+    let lookups = 0;
     const unreachable = new Proxy(kernel, {
       get: (target, property, receiver): unknown => {
-        if (property === 'cancelTurn') {
-          return () => {
-            canceled += 1;
-            return Promise.resolve({ agent: 'thinker', run_id: null, status: 'cancelled' });
-          };
-        }
         if (property !== 'keyedTurn') return Reflect.get(target, property, receiver);
         return (_agent: string, key: string) => {
           // The second task's turn, looked up to cancel it, is found running here.

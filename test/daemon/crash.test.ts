@@ -46,6 +46,9 @@ describe('a daemon killed (SIGKILL) during a chat', () => {
   });
 });
 
+/** What a clean stop during an A2A task must not log: the task's writes met the store closed, or a false warning. */
+const FORBIDDEN_AT_STOP = /store .* is closed|Event processing loop failed|Received status update for unknown task|could not read how the turn/;
+
 describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
   /** Sends a task to the default agent (spec/05's `tasks/send`), answered once it ends. */
   const sendTask = (daemon: DaemonProcess, text: string): Promise<Response> =>
@@ -146,7 +149,7 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     await first.exited;
     await pending;
     // Its task is left as it was, for the next start: no write of it meets the store closed.
-    expect(first.output()).not.toMatch(/store .* is closed|Event processing loop failed|Received status update for unknown task/);
+    expect(first.output()).not.toMatch(FORBIDDEN_AT_STOP);
     const id = await workingTask();
     const second = await startDaemon();
     const ended = await waitFor('the task to end', async () => {
@@ -160,6 +163,18 @@ describe('a daemon killed (SIGKILL) while an A2A task runs', () => {
     expect(JSON.stringify(task.status)).toContain('agent \\"worker\\" stopped because Loom is shutting down during the turn');
     second.child.kill('SIGTERM');
     await second.exited;
+  });
+
+  it("a clean stop while a task's turn resumed after the restart runs logs nothing of the store closed or of the turn's end unread", async () => {
+    const worker = `name = "worker"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${server.url}"\n`;
+    await killDuringTask(worker, 'tell me a story');
+    const asked = server.requests.length;
+    server.script([{ text: 'never sent either', gate: new Promise<never>(() => undefined) }]);
+    const second = await startDaemon();
+    await waitFor('the resumed model call', () => server.requests.length > asked);
+    second.child.kill('SIGTERM');
+    await second.exited;
+    expect(second.output()).not.toMatch(FORBIDDEN_AT_STOP);
   });
 
   it('fails a task whose turn was never recorded (an agent type whose turns are not journaled), saying why', async () => {
