@@ -69,6 +69,8 @@ export class PushNotifier {
   readonly #options: PushNotifierOptions;
   readonly #tracked = new Map<string, Tracked>();
   readonly #closing = new AbortController();
+  /** Aborted when the drain starts (and at close): no delivery waits to retry from then on. */
+  readonly #retries = new AbortController();
   readonly #pending = new Set<Promise<void>>();
   readonly #context = new ServerCallContext();
   readonly #serializers = { '1.0': new V1PushNotificationSerializer(), '0.3': new V03PushNotificationSerializer() };
@@ -115,21 +117,24 @@ export class PushNotifier {
   }
 
   /**
-   * The daemon's stop, before the store closes: the deliveries under way (and those taken
-   * meanwhile) go on for `ms` at most on the clock, then it stops (see {@link close}). A task's
+   * The daemon's stop, before the store closes: the deliveries taken so far go on for `ms` at most
+   * on the clock, each with the POSTs it has in flight and none retried (a retry waiting is not
+   * waited for: the delivery fails, recorded so), then it stops (see {@link close}). A task's
    * webhook is told of the task's end before the daemon stops; a delivery cut short is not retried
    * (a task still running is given its end at the next start, and its webhooks told then).
    */
   async drain(ms = PUSH_DRAIN_MS): Promise<void> {
+    this.#retries.abort();
     const waited = new AbortController();
     const timeUp = this.#options.clock.sleep(ms, { signal: waited.signal }).catch(() => undefined);
-    await Promise.race([this.idle(), timeUp]);
+    await Promise.race([Promise.allSettled([...this.#pending]), timeUp]);
     waited.abort();
     this.close();
   }
 
   /** Stops: retries waiting are dropped, requests in flight aborted. */
   close(): void {
+    this.#retries.abort();
     this.#closing.abort(new Error('the A2A server is closing'));
     this.#tracked.clear();
   }
@@ -174,12 +179,13 @@ export class PushNotifier {
     while (made < attempts) {
       made += 1;
       outcome = await this.#attempt(config, body, contentType);
-      if (outcome.ok || !outcome.retryable || made === attempts) break;
+      if (outcome.ok || !outcome.retryable || made === attempts || this.#retries.signal.aborted) break;
       const delay = Math.min(MAX_PUSH_RETRY_DELAY_MS, Math.max(backoff * 2 ** (made - 1), outcome.retryAfterMs ?? 0));
       try {
-        await this.#options.clock.sleep(delay, { signal: this.#closing.signal });
+        await this.#options.clock.sleep(delay, { signal: this.#retries.signal });
       } catch {
-        return; // closing
+        if (this.#closing.signal.aborted) return;
+        break; // draining: failed, as it is
       }
     }
     const payload = response.payload;

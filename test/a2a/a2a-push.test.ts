@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { type Message, Role, type SendMessageRequest, TaskState } from '@a2a-js/sdk';
+import { type Message, Role, type SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -11,7 +11,10 @@ import { settleWithClock } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, type HangingModelServer, OWNER_AND_HELPER_KEYS, startApi, startHangingModelServer, type Api } from '../http/api-harness.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { createA2aServer } from '../../src/a2a/index.ts';
+import { createA2aServer, InMemoryA2aPushConfigRepository } from '../../src/a2a/index.ts';
+import { PushNotifier } from '../../src/a2a/push-notifier.ts';
+import { createFakeClock } from '../../src/clock/fake-clock.ts';
+import type { EventRecord } from '../../src/contracts/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
 
@@ -404,6 +407,51 @@ describe('push after a restart', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe("push at the daemon's stop", () => {
+  /** A notifier with one 1.0 webhook (the receiver's) for the task `t1`, on a fake clock, recording what it delivers. */
+  async function notifier(): Promise<{ notifier: PushNotifier; records: Omit<EventRecord, 'seq'>[] }> {
+    const repository = new InMemoryA2aPushConfigRepository();
+    await repository.put({
+      taskId: 't1',
+      id: 'c1',
+      url: receiver.url,
+      token: null,
+      authentication: null,
+      wireVersion: '1.0',
+      createdBy: 'local',
+      createdAt: 0,
+    });
+    const records: Omit<EventRecord, 'seq'>[] = [];
+    const built = new PushNotifier({
+      repository,
+      clock: createFakeClock(),
+      logger: createSilentLogger(),
+      allowPrivateNetwork: true,
+      record: (event) => Promise.resolve(records.push(event)),
+    });
+    return { notifier: built, records };
+  }
+  const completed = Task.fromJSON({ id: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_COMPLETED' }, history: [], artifacts: [] });
+
+  it("tells a finished task's webhook before the drain resolves", async () => {
+    const { notifier: push, records } = await notifier();
+    push.notifyStored('helper', completed);
+    await push.drain();
+    expect(states(receiver.received)).toEqual(['TASK_STATE_COMPLETED']);
+    expect(records.map((record) => record.type)).toEqual(['a2a-push-deliver']);
+  });
+
+  it("waits for no retry at the drain: a webhook that failed is not asked again, and the failure is recorded (the clock's backoff not waited for)", async () => {
+    const { notifier: push, records } = await notifier();
+    receiver.answer(503);
+    push.notifyStored('helper', completed);
+    await receiver.until((received) => received.length === 1);
+    await push.drain();
+    expect(receiver.received).toHaveLength(1);
+    expect(records).toMatchObject([{ type: 'a2a-push-fail', data: { attempts: 1, status: 503 } }]);
   });
 });
 

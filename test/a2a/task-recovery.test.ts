@@ -13,7 +13,7 @@ import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
 import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
-import type { TurnResult } from '../../src/runtime/index.ts';
+import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -207,6 +207,68 @@ describe('the recovery of unfinished A2A tasks', () => {
     await clock.advance(2000);
     await waitFor('the task to be completed', async () => (await harness.repository.get(tasks[0]?.id ?? ''))?.state === 'TASK_STATE_COMPLETED');
     expect(logger.entries.filter((entry) => entry.level === 'error' || entry.level === 'warn')).toEqual([]);
+  });
+
+  it("shows a resumed turn's approval once a write of the task failed: the next change is written", async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    const id = tasks[0]?.id ?? '';
+    // The turn's events, given one at a time.
+    const events: AgentEvent[] = [];
+    let wake: () => void = () => undefined;
+    const turn: KeyedTurn = {
+      ...runningTurn({ here: () => true }),
+      follow: async function* () {
+        for (;;) {
+          const event = events.shift();
+          if (event !== undefined) yield event;
+          else await new Promise<void>((resolve) => (wake = resolve));
+        }
+      },
+    };
+    const emit = (event: AgentEvent): void => {
+      events.push(event);
+      wake();
+    };
+    let failures = 1;
+    const repository: A2aTaskRepository = {
+      get: (taskId) => harness.repository.get(taskId),
+      put: (record) =>
+        record.state === 'TASK_STATE_INPUT_REQUIRED' && failures-- > 0
+          ? Promise.reject(new StoreError('the database is out of reach'))
+          : harness.repository.put(record),
+      delete: (taskId) => harness.repository.delete(taskId),
+      count: () => harness.repository.count(),
+      oldestFinished: () => harness.repository.oldestFinished(),
+      list: (query) => harness.repository.list(query),
+    };
+    const logger = createRecordingLogger();
+    const failed = logger.next('warn');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn)),
+      config: ConfigSchema.parse({}),
+      repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    const asked = (approvalId: string): AgentEvent => ({
+      type: 'approval-request',
+      approvalId,
+      toolCallId: `call-${approvalId}`,
+      toolName: 'shell',
+      input: {},
+      expiresAt: '2026-01-01T01:00:00.000Z',
+    });
+    emit(asked('first'));
+    expect((await failed).message).toMatch(/could not show an A2A task waiting for an approval/);
+    expect((await harness.repository.get(id))?.state).toBe('TASK_STATE_WORKING');
+    emit(asked('second'));
+    const shown = await waitFor('the task to be input-required', async () => {
+      const record = await harness.repository.get(id);
+      return record?.state === 'TASK_STATE_INPUT_REQUIRED' ? record : undefined;
+    });
+    expect(JSON.stringify(shown.task)).toContain('approval second');
   });
 
   it("stops quietly at the server's close while a resumed turn runs: no warning that its end could not be read", async () => {
