@@ -141,6 +141,56 @@ describe('the recovery of unfinished A2A tasks', () => {
     expect(counts.currentCanceled).toBe(0);
   });
 
+  it("misses no client's cancel made while a round looks the task up again: its turn is canceled once it runs here", async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    const id = tasks[0]?.id ?? '';
+    let here = false;
+    let turnCanceled = 0;
+    const turn = runningTurn({ here: () => here, result: () => Promise.reject(TURN_RUNNING()), cancel: () => (turnCanceled += 1) });
+    // Armed for the round: its read of the task lets the client cancel it, and answers once the cancel is saved.
+    let cancelOnRead: (() => Promise<void>) | undefined;
+    const repository: A2aTaskRepository = {
+      get: async (taskId) => {
+        const read = await harness.repository.get(taskId);
+        const cancel = taskId === id ? cancelOnRead : undefined;
+        cancelOnRead = undefined;
+        await cancel?.();
+        return read;
+      },
+      put: (record) => harness.repository.put(record),
+      delete: (taskId) => harness.repository.delete(taskId),
+      count: () => harness.repository.count(),
+      oldestFinished: () => harness.repository.oldestFinished(),
+      list: (query) => harness.repository.list(query),
+    };
+    const logger = createRecordingLogger();
+    const told = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn)),
+      config: ConfigSchema.parse({}),
+      repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    await told;
+    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    let canceled: Promise<unknown> | undefined;
+    cancelOnRead = async () => {
+      canceled = client.cancelTask({ tenant: '', id, metadata: undefined });
+      await canceled;
+    };
+    const round = logger.next('info');
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await round;
+    expect(canceled).toBeDefined();
+    expect((await harness.repository.get(id))?.state).toBe('TASK_STATE_CANCELED');
+    here = true;
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor("the task's turn to be canceled", () => turnCanceled === 1);
+  });
+
   it("goes on when the store fails to write a task's outcome: the task is written in the next round, the tasks after it too", async () => {
     const { harness, tasks } = await workingTasks('one', 'two');
     const { kernel, clock } = harness.host;
@@ -503,13 +553,9 @@ describe('the recovery of unfinished A2A tasks', () => {
     // At start, the first look-up failed: the others wait with it, untried.
     expect((await told).bindings).toMatchObject({ tasks: 3 });
     expect(lookups).toBe(1);
-    // Its client cancels the second task while it waits (saved canceled, as the SDK does with no executor): its turn is canceled.
-    const second = await server.store.load(tasks[1]?.id ?? '');
-    if (second === undefined) throw new Error('the second task is not stored');
-    await server.store.save({
-      ...second,
-      status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date(clock.now()).toISOString() },
-    });
+    // Its client cancels the second task while it waits (saved canceled by the SDK, with no executor): its turn is canceled.
+    const canceling = await a2aClient(await listen(server), 'thinker', 'none');
+    expect((await canceling.cancelTask({ tenant: '', id: tasks[1]?.id ?? '', metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await waitFor("the second task's turn to be canceled", () => canceled === 1);
     for (let round = 1; round <= 3; round += 1) {
       const line = logger.next('warn');
