@@ -24,6 +24,24 @@ export const CLAIM_RETRY_MS = 2000;
 /** How long a message another node is answering is looked at, at most: as long as a turn running elsewhere is waited for. */
 export const CLAIM_WAIT_MS = TURN_ELSEWHERE_WAIT_MS;
 
+/**
+ * How often, and how many times at most, the outcome of a message whose reply reached the person is
+ * recorded again in the background when the store refused it.
+ */
+export const RECORD_RETRY_MS = 5000;
+const RECORD_TRIES = 3;
+
+/**
+ * How an answer ended: `done` once its message is settled (recorded by this node, or found settled or
+ * held by another); `shown` once anything reached the person (streamed words, the reply, an approval's
+ * prompt, the apology); `tried`, the outcome last written (or tried).
+ */
+interface Outcome {
+  done: boolean;
+  shown: boolean;
+  tried?: { status: ChannelMessageRecord['status']; note: string | null };
+}
+
 /** A message as this node finds it when it comes to answer it: its to answer (`held`), another node's (`elsewhere`), or neither. */
 type Look = { held: ChannelMessageRecord } | { elsewhere: string | null } | undefined;
 
@@ -46,6 +64,11 @@ export class ChannelAnswers {
   readonly #conversations = new Map<string, Promise<void>>();
   /** `<channel>\0<platform id>` of the messages queued or being answered here, so that one is not queued twice. */
   readonly #pending = new Set<string>();
+  /**
+   * `<channel>\0<platform id>` of the messages whose reply (or apology) reached the person but
+   * could not be recorded: not answered again while this process runs (a restart may, decision 0061).
+   */
+  readonly #delivered = new Set<string>();
 
   constructor(context: ChannelContext, admission: ChannelAdmission) {
     this.#context = context;
@@ -61,7 +84,7 @@ export class ChannelAnswers {
   enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
     const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
     const id = `${channel.config.name}\u0000${message.platformId}`;
-    if (this.#pending.has(id)) return;
+    if (this.#pending.has(id) || this.#delivered.has(id)) return;
     this.#pending.add(id);
     const previous = this.#conversations.get(key) ?? Promise.resolve();
     const next = previous
@@ -90,7 +113,8 @@ export class ChannelAnswers {
    * channel's, as it starts (before the channel records it).
    */
   takeUp(channel: RunningChannel, message: ChannelMessageRecord, adapter = channel.adapter): void {
-    if (this.#pending.has(`${channel.config.name}\u0000${message.platformId}`)) return;
+    const id = `${channel.config.name}\u0000${message.platformId}`;
+    if (this.#pending.has(id) || this.#delivered.has(id)) return;
     const command = approvalCommandOf(channel.config, message.text);
     if (command === undefined || adapter === undefined) {
       this.enqueue(channel, message);
@@ -128,10 +152,12 @@ export class ChannelAnswers {
     const { store, clock } = context.options;
     const id = `${config.name}\u0000${message.platformId}`;
     // Taken in once here: as it came in, and again from the stored ones not answered.
-    if (this.#pending.has(id)) return;
+    if (this.#pending.has(id) || this.#delivered.has(id)) return;
     this.#pending.add(id);
     let held = false;
     let settled = false;
+    /** The words that say what was decided, once the platform took them. */
+    let shown: string | undefined;
     try {
       // Decided by one node: another that took the channel over leaves it to the node deciding it, while that node lives.
       const look = await this.#look(config, message.platformId);
@@ -143,8 +169,9 @@ export class ChannelAnswers {
       }
       const text = await decideApproval(context, config, { user: { id: message.userId, name: message.userName }, ...command });
       // Decided whether or not the platform takes the words that say so.
-      await reply(context, { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } }, text).catch((error: unknown) =>
-        undelivered(context, { config, message, kind: 'approval-answer', error }),
+      await reply(context, { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } }, text).then(
+        () => (shown = text),
+        (error: unknown) => undelivered(context, { config, message, kind: 'approval-answer', error }),
       );
       await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
       settled = true;
@@ -164,8 +191,10 @@ export class ChannelAnswers {
           () => false,
         );
     } finally {
+      // Given up only when nothing reached the person: one that did is not answered again here.
+      if (held && !settled && shown !== undefined) this.#keepDelivered(config.name, message.platformId, { status: 'answered', note: shown });
+      else if (held && !settled) await this.#release(config.name, message.platformId);
       this.#pending.delete(id);
-      if (held && !settled) await this.#release(config.name, message.platformId);
     }
   }
 
@@ -174,7 +203,9 @@ export class ChannelAnswers {
    * platform can), the reply. Taken up by this node before anything is shown to the person, as it
    * stands now (edited or deleted on the platform while it waited); one another node answers is
    * left to it (returned: the node holding it). An answer that ends without settling the message
-   * (the store failing) gives up its claim, so that another node may take it up.
+   * (the store failing) gives up its claim, so that another node may take it up, unless something
+   * reached the person: then it is not answered again here, and its outcome is recorded again in
+   * the background (`#keepDelivered`).
    */
   async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<{ claimedBy: string | null } | undefined> {
     const { config } = channel;
@@ -184,30 +215,32 @@ export class ChannelAnswers {
     if (look === undefined) return undefined;
     if ('elsewhere' in look) return { claimedBy: look.elsewhere };
     const message = look.held;
-    const settled = { done: false };
+    const outcome: Outcome = { done: false, shown: false };
     try {
-      await this.#answerHeld({ config, adapter }, message, settled);
+      await this.#answerHeld({ config, adapter }, message, outcome);
     } finally {
-      if (!settled.done) await this.#release(config.name, message.platformId);
+      if (outcome.shown && !outcome.done) this.#keepDelivered(config.name, message.platformId, outcome.tried);
+      else if (!outcome.done) await this.#release(config.name, message.platformId);
     }
     return undefined;
   }
 
-  /** Answers a message this node holds; `settled.done` once it is recorded settled (by this node, or found settled by another). */
-  async #answerHeld(channel: { config: ChannelConfig; adapter: ChannelAdapter }, message: ChannelMessageRecord, settled: { done: boolean }): Promise<void> {
+  /** Answers a message this node holds; `outcome` says how far it went. */
+  async #answerHeld(channel: { config: ChannelConfig; adapter: ChannelAdapter }, message: ChannelMessageRecord, outcome: Outcome): Promise<void> {
     const context = this.#context;
     const { logger } = context;
     const { kernel, store, clock } = context.options;
     const { config, adapter } = channel;
     if (!(await this.#admission.admit(config, adapter, message))) {
-      settled.done = true;
+      outcome.done = true;
       return;
     }
     const target: ReplyTarget = { conversationId: message.conversationId, thread: message.thread };
     const way = { config, adapter, target };
     const settle = async (status: ChannelMessageRecord['status'], note: string | null): Promise<void> => {
+      outcome.tried = { status, note };
       await store.channels.settle(config.name, message.platformId, status, note, clock.now());
-      settled.done = true;
+      outcome.done = true;
     };
     /**
      * Whether the message is no longer this node's to answer (decision 0061): settled by another
@@ -221,7 +254,8 @@ export class ChannelAnswers {
       const claim = await store.channels.claim(config.name, message.platformId).catch(() => undefined);
       if (claim === undefined || claim.held) return false;
       const status = claim.message.status;
-      settled.done = status !== 'received';
+      // Not this node's to settle (nor to give up) any more.
+      outcome.done = true;
       logger.info(
         { channel: config.name, platformId: message.platformId, status, claimedBy: claim.claimedBy },
         status === 'received'
@@ -251,8 +285,10 @@ export class ChannelAnswers {
       context.options.pollLease === undefined || ((await store.channels.claim(config.name, message.platformId).catch(() => undefined))?.held ?? true);
     /** Shows `text` as the reply so far: sent as a message the first time, that message edited after. */
     const show = async (text: string): Promise<void> => {
-      if (sent === undefined) sent = { messageId: (await adapter.send(target, text)).messageId, text };
-      else if (sent.text !== text && edit !== undefined) {
+      if (sent === undefined) {
+        sent = { messageId: (await adapter.send(target, text)).messageId, text };
+        outcome.shown = true;
+      } else if (sent.text !== text && edit !== undefined) {
         await edit(target, sent.messageId, text);
         sent = { ...sent, text };
       }
@@ -271,7 +307,10 @@ export class ChannelAnswers {
           emit: (event) => {
             if (event.type === 'approval-request') {
               edits = edits
-                .then(() => askApproval(context, way, event))
+                .then(async () => {
+                  await askApproval(context, way, event);
+                  outcome.shown = true;
+                })
                 .catch((error: unknown) => undelivered(context, { config, message, kind: 'approval-request', error }));
               return;
             }
@@ -310,13 +349,13 @@ export class ChannelAnswers {
         return;
       }
       // Delivered: a store that cannot record it now does not make the person get an apology too.
-      // The message stays unanswered in the store, so a restart may deliver the reply again.
+      // Not answered again here; recorded again in the background, else a restart may deliver it again.
       const recorded = await settle('answered', result.text).then(
         () => true,
         (error: unknown) => {
           logger.error(
             { err: error, channel: config.name, platformId: message.platformId },
-            `channel "${config.name}": delivered the reply to message "${message.platformId}" but could not record it as answered; a restart may deliver it again`,
+            `channel "${config.name}": delivered the reply to message "${message.platformId}" but could not record it as answered; not answered again while this node runs (a restart may deliver it again)`,
           );
           return false;
         },
@@ -335,7 +374,10 @@ export class ChannelAnswers {
         isLoomError(error) && error.category === 'user'
           ? `Sorry, I can't do that: ${why}`
           : 'Sorry, something went wrong while I was answering; please try again.';
-      await reply(context, way, text).catch((failure: unknown) => undelivered(context, { config, message, kind: 'error-reply', error: failure }));
+      await reply(context, way, text).then(
+        () => (outcome.shown = true),
+        (failure: unknown) => undelivered(context, { config, message, kind: 'error-reply', error: failure }),
+      );
       await settle('failed', why);
     }
   }
@@ -410,6 +452,39 @@ export class ChannelAnswers {
       },
     );
     this.#track(`${id}\u0000elsewhere`, waited);
+  }
+
+  /**
+   * Keeps a message whose reply (or anything) reached the person, but whose outcome the store did
+   * not record, from being answered again while this process runs (its claim kept: another node
+   * leaves it to this one while it lives); records `outcome` again every {@link RECORD_RETRY_MS},
+   * {@link RECORD_TRIES} times at most, until the service stops.
+   */
+  #keepDelivered(channel: string, platformId: string, outcome: Outcome['tried']): void {
+    const { logger, stopping } = this.#context;
+    const { store, clock } = this.#context.options;
+    const id = `${channel}\u0000${platformId}`;
+    this.#delivered.add(id);
+    if (outcome === undefined) return;
+    void (async () => {
+      let failure: unknown;
+      for (let tries = 0; tries < RECORD_TRIES; tries++) {
+        await clock.sleep(RECORD_RETRY_MS, { signal: stopping }).catch(() => undefined);
+        if (stopping.aborted) return;
+        try {
+          await store.channels.settle(channel, platformId, outcome.status, outcome.note, clock.now());
+          this.#delivered.delete(id);
+          logger.info({ channel, platformId }, `channel "${channel}": recorded message "${platformId}" as ${outcome.status} at last`);
+          return;
+        } catch (error) {
+          failure = error;
+        }
+      }
+      logger.error(
+        { err: failure, channel, platformId },
+        `channel "${channel}": could not record message "${platformId}" as ${outcome.status} (tried ${RECORD_TRIES + 1} times); not answered again while this node runs (a restart may answer it again)`,
+      );
+    })();
   }
 
   /** Gives up this node's claim on a message it did not settle, so that another node takes it up at once; a failure is logged. */

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RECORD_RETRY_MS } from '../../src/channels/channel-answers.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -365,7 +366,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
     expect(await a.store.channels.get('tg', platformId)).toMatchObject({ status: 'ignored', note: 'deleted on the platform before it was answered' });
   }, 60_000);
 
-  it('a message whose answer could not be recorded is given up by its node, and the node that took the channel over answers it', async () => {
+  it('a message whose answer could not be recorded at once is recorded by its node in the background, not answered again by the node that took the channel over', async () => {
     const { database, a, b } = await twoNodes();
     let release = (): void => undefined;
     const gate = new Promise<void>((resolve) => (release = resolve));
@@ -377,19 +378,44 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await takeOver(database.name, b);
     await waitFor('node B to leave the message to node A, naming it', () => leftTo('node-b', platformId, a));
 
-    // A delivers its reply, but the store refuses to record it answered: A gives the message up.
+    // A delivers its reply, but the store refuses to record it answered: A keeps the message, and
+    // records it at its next try.
     await failSettles(database.name, 1);
     release();
-    await waitFor('node A to give up', () => logged('node-a', 'could not record it as answered').length === 1);
+    await waitFor('node A to fail to record it', () => logged('node-a', 'could not record it as answered').length === 1);
     await a.channels.idle();
     expect(chat()).toEqual(['Hello Ada.']);
+    await a.clock.advance(RECORD_RETRY_MS);
+    await waitFor('node A to record it answered', async () => (await a.store.channels.get('tg', platformId))?.status === 'answered');
 
-    // B, looking again, takes it up (before, it waited on A as long as A ran): the turn's reply,
-    // delivered again rather than the chat held up.
+    // B, looking again, finds it answered.
     await b.clock.advance(2_000);
-    await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', platformId))?.status === 'answered');
-    expect(chat()).toEqual(['Hello Ada.', 'Hello Ada.']);
+    await b.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
     expect(model.requests).toHaveLength(1);
+  }, 60_000);
+
+  it('a message whose delivered reply can never be recorded is not answered again by its node at its lease renewals', async () => {
+    const database = await postgres.createDatabase();
+    const a = await node('node-a', database);
+    await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await a.channels.start();
+    await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
+    await failSettles(database.name, 1_000);
+    model.script([{ text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor('node A to fail to record its reply', () => logged('node-a', 'could not record it as answered').length === 1);
+    await a.channels.idle();
+
+    // Two lease renewals, each listing the channel's unanswered messages (what it takes up it answers before `idle`).
+    for (let renewal = 0; renewal < 2; renewal++) {
+      const sleeping = a.clock.pending();
+      await a.clock.advance((LEASE_SECONDS * 1000) / 3);
+      await waitFor('node A to renew its lease and sleep again', () => a.clock.pending() >= sleeping);
+      await a.channels.idle();
+    }
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect(logged('node-a', 'could not record it as answered')).toHaveLength(1);
   }, 60_000);
 
   it('a later message of a chat whose earlier message another node is answering is answered meanwhile, not held up behind it', async () => {
