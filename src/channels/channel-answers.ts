@@ -210,7 +210,11 @@ export class ChannelAnswers {
   async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<{ claimedBy: string | null } | undefined> {
     const { config } = channel;
     const adapter = channel.adapter;
-    if (adapter === undefined) return undefined;
+    if (adapter === undefined) {
+      // The channel no longer runs here (taken over, or stopped): a claim taken while it waited is given up.
+      await this.#release(config.name, queued.platformId);
+      return undefined;
+    }
     const look = await this.#look(config, queued.platformId);
     if (look === undefined) return undefined;
     if ('elsewhere' in look) return { claimedBy: look.elsewhere };

@@ -41,7 +41,10 @@ export interface ChannelService {
   approve(code: string): Promise<ChannelPairingRecord>;
   /** The running channel named `name` that takes requests over HTTP (a webhook, Slack's Events API), for `/hooks/<name>`. */
   inbound(name: string): InboundRequests | undefined;
-  /** Resolves once every message taken in so far is settled (tests, shutdown). */
+  /**
+   * Resolves once every message taken in so far is settled (tests, shutdown); after `stop`, this
+   * node's claims on the messages it did not settle are given up then (decision 0061).
+   */
   idle(): Promise<void>;
 }
 
@@ -127,6 +130,18 @@ export function createChannelService(options: ChannelServiceOptions): ChannelSer
       return adapter?.handle === undefined ? undefined : (adapter as InboundRequests);
     },
 
-    idle: () => answers.idle(),
+    async idle() {
+      await answers.idle();
+      // Stopping cleanly: what this node took up and did not settle is another node's to answer at once.
+      if (stopping.signal.aborted)
+        await store.channels
+          .releaseAll()
+          .catch((error: unknown) =>
+            context.logger.warn(
+              { err: error },
+              'could not give up the channel messages this node took up; other nodes answer them once its heartbeat is stale',
+            ),
+          );
+    },
   };
 }

@@ -34,13 +34,7 @@ export interface ClusterNode extends Leadership, ClusterReader {
   exclusive?<T>(work: () => Promise<T>): Promise<T>;
   /** Records where the node's API listens (shown by `GET /api/cluster`). */
   setUrl(url: string): void;
-  /**
-   * Stops leading at once (listeners told) and for good, releasing the lock, so that another node
-   * leads while this one ends its work; it is still a node alive (its heartbeat goes on) until
-   * {@link stop}. Idempotent.
-   */
-  resign(): Promise<void>;
-  /** Leaves: resigns (if it has not), stops its heartbeat and records the stop. Idempotent. */
+  /** Leaves: stops leading at once (listeners told), releases the lock and records the stop. Idempotent. */
   stop(): Promise<void>;
 }
 

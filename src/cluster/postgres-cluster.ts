@@ -134,8 +134,6 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   let leader = false;
   let started = false;
   let stopped = false;
-  /** No longer tries to lead (the daemon is stopping), though it still runs and beats. */
-  let resigned = false;
   let outdated = false;
   let nodeUrl: string | null = null;
   let heartbeatTimer: NodeJS.Timeout | undefined;
@@ -171,7 +169,7 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   }
 
   function scheduleElection(): void {
-    if (stopped || resigned || outdated || leader || retryTimer !== undefined) return;
+    if (stopped || outdated || leader || retryTimer !== undefined) return;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
       void elect();
@@ -205,11 +203,11 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
   function elect(): Promise<void> {
     electing ??= (async () => {
       try {
-        if (stopped || resigned || outdated || leader) return;
+        if (stopped || outdated || leader) return;
         const client = lockClient ?? (await connectLockClient());
         const result = await onLock(() => client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [...LEADER_LOCK_KEYS]));
         if (result.rows[0]?.locked !== true || client !== lockClient) return;
-        if (stopped || resigned) {
+        if (stopped) {
           await onLock(() => client.query('SELECT pg_advisory_unlock($1, $2)', [...LEADER_LOCK_KEYS])).catch(() => undefined);
           return;
         }
@@ -271,20 +269,6 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
         );
       heartbeatFailing = true;
     }
-  }
-
-  /** Stops leading for good (the daemon is stopping); the node still beats until it stops. */
-  async function resign(): Promise<void> {
-    if (stopped || resigned) return;
-    resigned = true;
-    clearTimeout(retryTimer);
-    await electing;
-    stepDown('the daemon is stopping');
-    const client = lockClient;
-    lockClient = undefined;
-    lockPid = null;
-    // Ending the session frees the lock: another node takes over at its next try.
-    await client?.end().catch(() => undefined);
   }
 
   async function readNodes(): Promise<{ rows: NodeRow[]; leaderPid: number | null; jobs: JobCounts }> {
@@ -392,13 +376,18 @@ export function createPostgresCluster(options: PostgresClusterOptions): ClusterN
       void heartbeat();
     },
 
-    resign,
-
     async stop() {
       if (stopped) return;
-      await resign();
       stopped = true;
       clearInterval(heartbeatTimer);
+      clearTimeout(retryTimer);
+      await electing;
+      stepDown('the daemon is stopping');
+      const client = lockClient;
+      lockClient = undefined;
+      lockPid = null;
+      // Ending the session frees the lock: another node takes over at its next try.
+      await client?.end().catch(() => undefined);
       if (started)
         await pool.query(`UPDATE loom_nodes SET stopped_at = ${NOW_MS}, last_seen = ${NOW_MS}, lock_pid = NULL WHERE id = $1`, [id]).catch(() => undefined);
       await pool.end().catch(() => undefined);

@@ -30,7 +30,6 @@ export function createSingleNode(options: SingleNodeOptions): ClusterNode {
     setUrl(value) {
       url = value;
     },
-    resign: () => Promise.resolve(),
     stop: () => Promise.resolve(),
     view(): Promise<ClusterView> {
       const now = new Date(clock.now()).toISOString();

@@ -774,8 +774,8 @@ export interface ChannelRepository {
   /**
    * Takes a stored message up for answering, before anything is shown to the person: on a
    * database several nodes share, in one statement, recording this node as the one answering it,
-   * unless another node that is alive (its heartbeat fresh) did so first; a claim of a node that
-   * is gone is taken over. Alone (SQLite), every message still `received` is this node's.
+   * unless another node whose heartbeat is fresh (alive, or stopping and not yet done: it gives
+   * its claims up with `releaseAll`) did so first; a claim of a node that is gone is taken over. Alone (SQLite), every message still `received` is this node's.
    * Undefined when the message is not stored.
    */
   claim(channel: string, platformId: string): Promise<ChannelMessageClaim | undefined>;
@@ -785,6 +785,12 @@ export interface ChannelRepository {
    * node holds it, and nothing alone (SQLite).
    */
   release(channel: string, platformId: string): Promise<void>;
+  /**
+   * Gives up every claim of this node on a message still `received` (its clean stop, once its
+   * channels' answers ended), so that another node answers them at once rather than once this
+   * node's heartbeat is stale; nothing alone (SQLite).
+   */
+  releaseAll(): Promise<void>;
   /**
    * Messages of a channel still `received` (a crash came between storing and answering), oldest
    * first; with `notClaimedHere`, only those this node has not taken up (on a shared database).

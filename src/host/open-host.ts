@@ -365,15 +365,13 @@ export async function openHost(options: HostOptions): Promise<Host> {
         await packageRuntime.shutdown();
         // No timed work is left here: the lock goes, and another node leads while this one ends its turns.
         scheduler?.stopAll();
-        await joined.resign();
+        await joined.stop();
         await kernel.shutdown();
         // Renewed until the turns here are committed.
         await leases?.stop();
-        // What channels were answering has ended with the turns; its outcome is stored before the store closes.
+        // What channels were answering has ended with the turns; its outcome is stored before the store closes,
+        // and the messages left unsettled are given up to the other nodes (decision 0061).
         await channels.idle();
-        // Shown stopped only now: until then the messages it answers are its own (their claims
-        // stand while it is alive, decision 0061), and no other node answers them a second time.
-        await joined.stop();
         await codeModules.close();
         await mcp?.stop();
         await store.close();

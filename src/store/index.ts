@@ -9,7 +9,7 @@ export { MIGRATION_LOCK_KEY, postgresMigrations } from './postgres-migrations.ts
 export { EVENT_CHANNEL } from './postgres-event-repository.ts';
 export { DEFAULT_TURN_LEASE_MS } from './postgres-turn-journal-repository.ts';
 export { inTransaction } from './postgres-connection.ts';
-export { NODE_STALE_AFTER_MS, nodeAliveSql, SERVER_NOW_MS } from './server-clock.ts';
+export { NODE_STALE_AFTER_MS, nodeAliveSql, nodeBeatingSql, SERVER_NOW_MS } from './server-clock.ts';
 export { copySqliteToPostgres, inspectPostgresDatabase, openPostgresStore } from './open-postgres-store.ts';
 export type { CopyStoreOptions, StoreCopyReport, TableCopyReport } from './copy-store.ts';
 export type { PostgresInspection, PostgresStore, PostgresStoreOptions } from './postgres-store.ts';

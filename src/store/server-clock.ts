@@ -12,10 +12,20 @@ export const NODE_STALE_AFTER_MS = 10_000;
 
 /**
  * The condition, as SQL, that the `loom_nodes` row `table` (its name or alias) is of a node alive
- * now: not stopped, and its heartbeat no older than `staleAfterMs` on the server's clock.
+ * now: not stopped, and its heartbeat fresh ({@link nodeBeatingSql}).
  */
 export function nodeAliveSql(table = 'loom_nodes', staleAfterMs = NODE_STALE_AFTER_MS): string {
+  return `${table}.stopped_at IS NULL AND ${nodeBeatingSql(table, staleAfterMs)}`;
+}
+
+/**
+ * The condition, as SQL, that the `loom_nodes` row `table` has a heartbeat no older than
+ * `staleAfterMs` on the server's clock, whether or not the node is marked stopped: a node stopping
+ * cleanly still ends its work for a while (its channel claims hold until it gives them up, or its
+ * heartbeat, no longer renewed, goes stale; node ids are per process).
+ */
+export function nodeBeatingSql(table = 'loom_nodes', staleAfterMs = NODE_STALE_AFTER_MS): string {
   if (!Number.isSafeInteger(staleAfterMs) || staleAfterMs < 0)
-    throw new RangeError(`a node's staleness must be a whole number of milliseconds, got ${staleAfterMs}`);
-  return `${table}.stopped_at IS NULL AND ${table}.last_seen >= ${SERVER_NOW_MS} - ${staleAfterMs}`;
+    throw new RangeError(`staleAfterMs (of createPostgresCluster) must be a whole number of milliseconds, got ${staleAfterMs}`);
+  return `${table}.last_seen >= ${SERVER_NOW_MS} - ${staleAfterMs}`;
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ChannelMessageClaim, ChannelMessageRecord, ChannelMessageStatus, ChannelPairingRecord, ChannelRepository } from '../../contracts/index.ts';
 import { flag, parseRow, type Row } from '../rows.ts';
-import { nodeAliveSql } from '../server-clock.ts';
+import { nodeBeatingSql } from '../server-clock.ts';
 import type { Database, Work } from '../sql/database.ts';
 import { insert, raw, sql, where } from '../sql/statement.ts';
 
@@ -11,8 +11,12 @@ const messageColumns =
   'channel, platform_id, user_id, user_name, conversation_id, conversation_kind, thread, mentioned, text, status, note, received_at, updated_at';
 const selectMessages = raw(`SELECT ${messageColumns} FROM channel_messages`);
 
-/** The claimer of a message (`channel_messages.claimed_by`) is a node alive, by the cluster's measure, as SQL. */
-const CLAIMER_ALIVE = raw(`EXISTS (SELECT 1 FROM loom_nodes WHERE loom_nodes.id = channel_messages.claimed_by AND ${nodeAliveSql()})`);
+/**
+ * The claimer of a message (`channel_messages.claimed_by`) still beats, by the cluster's measure, as
+ * SQL: a node stopping cleanly holds its claims while it ends its answers (it gives them up then,
+ * `releaseAll`), whether or not it is shown stopped; its heartbeat goes stale within the stale time.
+ */
+const CLAIMER_ALIVE = raw(`EXISTS (SELECT 1 FROM loom_nodes WHERE loom_nodes.id = channel_messages.claimed_by AND ${nodeBeatingSql()})`);
 
 /** A row of `channel_messages`. */
 const channelMessageRow = z
@@ -150,6 +154,14 @@ export class SqlChannelRepository implements ChannelRepository {
       sql`UPDATE channel_messages SET claimed_by = NULL WHERE channel = ${channel} AND platform_id = ${platformId} AND claimed_by = ${node} AND status = 'received'`,
       () => ({ action: `give up message "${platformId}" of channel "${channel}"` }),
     );
+  }
+
+  async releaseAll(): Promise<void> {
+    const node = this.#node;
+    if (node === undefined) return;
+    await this.#db.run(sql`UPDATE channel_messages SET claimed_by = NULL WHERE claimed_by = ${node} AND status = 'received'`, () => ({
+      action: 'give up the channel messages this node took up',
+    }));
   }
 
   async amend(channel: string, platformId: string, change: { text: string } | { withdrawn: string }, at: number): Promise<boolean> {

@@ -69,7 +69,7 @@ export function describeChannelsContract(context: StoreContext): void {
       expect(await channels.get('tg', 'm1')).toMatchObject({ status: 'answered', note: 'reply' });
     });
 
-    it('leaves a message another node alive holds to it, naming it; takes it from a node gone silent or stopped, or once given up', async (test) => {
+    it('leaves a message another node alive (or stopping) holds to it, naming it; takes it from a node gone silent, or once given up', async (test) => {
       const { otherNode } = context;
       if (otherNode === undefined) return test.skip('alone (SQLite), every message waiting is this node’s');
       const { channels } = context.store;
@@ -96,14 +96,24 @@ export function describeChannelsContract(context: StoreContext): void {
       await alive.channels.release('tg', 'm1');
       expect((await channels.claim('tg', 'm1'))?.held).toBe(true);
 
-      // A node gone silent, or stopped, holds nothing.
+      // A node gone silent holds nothing; one shown stopped whose heartbeat is fresh (ending its
+      // answers) holds its claims until it gives them all up.
       const silent = await otherNode('silent');
       const stopped = await otherNode('stopped');
       expect((await silent.channels.claim('tg', 'm3'))?.held).toBe(true);
-      expect((await stopped.channels.claim('tg', 'm4'))?.held).toBe(true);
+      const stopping = await stopped.channels.claim('tg', 'm4');
+      expect(stopping?.held).toBe(true);
       expect(await channels.claim('tg', 'm3')).toMatchObject({ held: true, claimedBy: mine?.claimedBy });
-      expect(await channels.claim('tg', 'm4')).toMatchObject({ held: true, claimedBy: mine?.claimedBy });
+      expect(await channels.claim('tg', 'm4')).toMatchObject({ held: false, claimedBy: stopping?.claimedBy });
       expect((await silent.channels.claim('tg', 'm3'))?.held).toBe(false);
+      await stopped.channels.releaseAll();
+      expect(await channels.claim('tg', 'm4')).toMatchObject({ held: true, claimedBy: mine?.claimedBy });
+      // Given up all at once: only this node's, only those not settled.
+      await channels.settle('tg', 'm4', 'answered', 'reply', 3_000);
+      await channels.releaseAll();
+      expect(await alive.channels.claim('tg', 'm2')).toMatchObject({ held: true, claimedBy: taken?.claimedBy });
+      expect(await alive.channels.claim('tg', 'm3')).toMatchObject({ held: true, claimedBy: taken?.claimedBy });
+      expect(await alive.channels.claim('tg', 'm4')).toMatchObject({ message: { status: 'answered' }, held: false });
     });
 
     it('keeps one waiting pairing per person, approves it by code once, and finds it', async () => {
