@@ -2,6 +2,7 @@ import type { Capability, Clock, Logger } from '../contracts/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import { aroundModelCalls, type ModelResolver, withCallTimeLimit } from '../models/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
+import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
 import { lineageOf } from './lifetime-spend.ts';
 import type { PriorityGate } from './priority-gate.ts';
@@ -44,13 +45,15 @@ export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest,
  * The lifetime spending caps a call of `entry` draws from: its own and each of its ancestors'
  * (`entry.ancestors`, fixed at its spawn), where the agent is granted `econ_spend` (the least
  * grant, if several; `granted` answers undefined for an agent this kernel does not hold). An
- * ancestor's cap covers what every agent under it spends; one not held has a cap not known, which
- * refuses the call (see `LifetimeSpend.unknown`).
+ * ancestor's cap covers what every agent under it spends. Of an ancestor not held, the cap is read
+ * from its stored record (`unheld`, when its manifest did not validate): none there is no cap; one
+ * that does not read, or an ancestor not known here at all, refuses the call (see `LifetimeSpend.unknown`).
  */
 export function lifetimeBudgets(
   ledger: BudgetLedger,
   entry: Pick<AgentEntry, 'id' | 'name' | 'ancestors'>,
   granted: (agentId: string) => readonly Capability[] | undefined,
+  unheld: (agentId: string) => UnheldAgent | undefined,
 ): Budget[] {
   const { lifetime } = ledger;
   if (lifetime === undefined) return [];
@@ -58,8 +61,14 @@ export function lifetimeBudgets(
   return line.flatMap((agent, index) => {
     // The caller's own grants: it is held while its turn runs.
     const held = index === 0 ? (granted(agent.id) ?? []) : granted(agent.id);
-    if (held === undefined) return [lifetime.unknown(agent, entry.name)];
-    const caps = held.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+    let caps: number[];
+    if (held === undefined) {
+      const stored = unheld(agent.id);
+      if (stored === undefined || stored.cap === null) return [lifetime.unknown(agent, entry.name, stored)];
+      caps = stored.cap === undefined ? [] : [stored.cap];
+    } else {
+      caps = held.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+    }
     if (caps.length === 0) return [];
     const descendants = lineageOf(line.slice(index));
     return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name)];

@@ -73,7 +73,7 @@ export class AgentLifecycle {
     // Every stored agent's, those whose manifest no longer validates included: their caps still cover the agents below them.
     const stored = new Map(records.map((record) => [record.id, record]));
     for (const record of records) {
-      const entry = this.#parts.restorer.restore(record, await storedAncestors(record.parentId, (id) => stored.get(id)));
+      const entry = this.#parts.restorer.restore(record, await storedAncestors(record.parentId, (id) => stored.get(id)), 'start');
       if (typeof entry === 'string') {
         report.skipped.push({ id: record.id, name: record.name, problem: entry });
         logger.error({ agentId: record.id, problem: entry }, `cannot restore agent "${record.name}": its stored manifest is invalid`);

@@ -45,13 +45,14 @@ export class ClusterSync {
     const { registry, holding, store, logger } = this.#parts;
     const held = registry.find(agentId);
     if (record === undefined) {
+      this.#parts.restorer.forget([agentId]);
       if (held !== undefined) await holding.forget(registry.subtree(held), false);
       return;
     }
     // An agent held here is never given another parent: its ancestors are read once, when it is adopted.
     const ancestors =
       held === undefined ? await storedAncestors(record.parentId, async (id) => registry.find(id) ?? (await store.agents.get(id))) : held.ancestors;
-    const restored = this.#parts.restorer.restore(record, ancestors);
+    const restored = this.#parts.restorer.restore(record, ancestors, 'adoption');
     if (typeof restored === 'string') {
       logger.error({ agentId, problem: restored }, `cannot hold agent "${record.name}" as another node stored it: its manifest is invalid`);
       return;

@@ -3,6 +3,7 @@ import type { ForgingPorts } from '../forged-tools/index.ts';
 import { TaintTracker } from '../runtime/index.ts';
 import { AgentModelCalls } from './agent-model-calls.ts';
 import { AgentRegistry } from './agent-registry.ts';
+import { AgentRestorer } from './agent-restorer.ts';
 import { ApprovalService } from './approval-service.ts';
 import { AutonomousGuard } from './autonomous-guard.ts';
 import { BudgetLedger } from './budget-ledger.ts';
@@ -40,6 +41,8 @@ export interface KernelServices {
   histories: SessionHistories;
   /** The models a turn may call, and the metered resolver it calls them through. */
   models: ModelChoice;
+  /** Reads stored agents back as entries; knows those whose manifest does not validate. */
+  restorer: AgentRestorer;
   /** A turn's first checks, its commit and its usage records. */
   commits: TurnCommits;
   /** The model calls agents' tools make outside turns (`generate_text`, forged tools' judges), metered as theirs. */
@@ -80,7 +83,8 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   });
   const histories = new SessionHistories(store, clock);
   const modelSlots = runtime?.maxConcurrentModelCalls === undefined ? undefined : new PriorityGate(runtime.maxConcurrentModelCalls);
-  const models = new ModelChoice({ clock, logger, capabilities, registry, ledger, modelSlots });
+  const restorer = new AgentRestorer(logger);
+  const models = new ModelChoice({ clock, logger, capabilities, registry, restorer, ledger, modelSlots });
   const commits = new TurnCommits({ store, clock, ids, logger: flowLogger, registry, quotas, histories });
   const modelCalls = new AgentModelCalls({ registry, capabilities, runtime, clock, logger: flowLogger, models, commits });
   return {
@@ -96,6 +100,7 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
     approvals,
     histories,
     models,
+    restorer,
     commits,
     modelCalls,
     publish,

@@ -6,7 +6,6 @@ import { trackRecentFailures } from './agent-health.ts';
 import { AgentHolding } from './agent-holding.ts';
 import { AgentLifecycle } from './agent-lifecycle.ts';
 import { AgentRecords } from './agent-records.ts';
-import { AgentRestorer } from './agent-restorer.ts';
 import { OWNER } from './agent-runtime.ts';
 import { type AgentDetailView, type AgentView, toAgentDetailView, toAgentView } from './agent-view.ts';
 import { ClusterSync } from './cluster-sync.ts';
@@ -88,7 +87,7 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
   };
 
   const holding = new AgentHolding({ registry, capabilities, quotas, ledger, guard, flow, forged, logger, resumeBackgroundWork }, dependencies.hooks ?? []);
-  const restorer = new AgentRestorer(logger);
+  const { restorer } = services;
   const cluster = new ClusterSync({ store, registry, holding, restorer, approvals, forged, events, logger });
   const lifecycle = new AgentLifecycle({
     store,

@@ -1,13 +1,18 @@
 import type { UsageRepository } from '../contracts/index.ts';
-import { QuotaExceededError } from '../errors/index.ts';
+import { CapabilityDeniedError, QuotaExceededError } from '../errors/index.ts';
+import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
 
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
 
-/** A cap in dollars as the manifest gives it, to the cent at least: $10.00, $0.035, $0.00001 (never rounded to $0.0000). */
-function dollars(usd: number): string {
-  return usd.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 20, useGrouping: false });
+/**
+ * Dollars to the cent at least, never rounded to nothing ($0.00001, not $0.0000), to `digits`
+ * significant digits: 12 by default, a cap as the manifest gives it ($10.00, $0.035); fewer for a
+ * sum or an estimate of prices, so that float's noise does not show ($0.03, not $0.030000000000000002).
+ */
+function dollars(usd: number, digits = 12): string {
+  return Number(usd.toPrecision(digits)).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 20, useGrouping: false });
 }
 
 /** What one agent and its descendants have spent since it was spawned, and what their calls under way hold. */
@@ -58,16 +63,28 @@ export class LifetimeSpend {
   }
 
   /**
-   * The cap of `ancestor`, an agent above `caller` that this kernel does not hold (its stored
-   * manifest did not validate at start): not known, so it refuses every call (decision 0040).
+   * The cap of `ancestor`, an agent above `caller` that this kernel does not hold, when it cannot
+   * be read: its stored manifest does not validate and its `econ_spend` does not read as dollars
+   * (`stored`, skipped at start or when this node would have adopted it), or nothing is known of
+   * it here. It refuses every call, as a capability refused (decision 0040): waiting does not help.
    */
-  unknown(ancestor: { id: string; name: string }, caller: string): Budget {
+  unknown(ancestor: { id: string; name: string }, caller: string, stored: UnheldAgent | undefined): Budget {
+    const which = `agent "${ancestor.name}" (${ancestor.id})`;
+    const why =
+      stored === undefined
+        ? `${which}, which this node does not hold (it has not adopted it from the store), so the ${LIFETIME_SPEND_FIELD} cap in its manifest, which covers what agent "${caller}" spends, is not known; restart this node so that it reads every stored agent again`
+        : `${which}, which was ${stored.skipped === 'start' ? 'skipped when Loom started' : 'not adopted on this node'} because its stored manifest does not validate (the daemon's log says why), and whose ${LIFETIME_SPEND_FIELD} there, which caps what agent "${caller}" spends, is not a number of dollars; ${stored.skipped === 'start' ? 'correct the stored manifest, or run the Loom version that stored it, and restart Loom' : 'run this node on the Loom version of the node that stored it, or correct the stored manifest'}`;
     return {
       reserve: () => {
-        throw new QuotaExceededError(
-          `agent "${caller}" may not call a model: it descends from agent "${ancestor.name}" (${ancestor.id}), which is not loaded (its stored manifest did not validate when Loom started; the daemon's log says why), so the ${LIFETIME_SPEND_FIELD} cap in its manifest, which covers what agent "${caller}" spends, is not known: the agents under it call no model until it loads again`,
-          { details: { agent: caller, budget: LIFETIME_SPEND_FIELD, capOf: ancestor.name, unloaded: ancestor.id } },
-        );
+        throw new CapabilityDeniedError(`agent "${caller}" may not call a model: it descends from ${why}`, {
+          details: {
+            agent: caller,
+            budget: LIFETIME_SPEND_FIELD,
+            capOf: ancestor.name,
+            unloaded: ancestor.id,
+            ...(stored === undefined ? {} : { skipped: stored.skipped }),
+          },
+        });
       },
     };
   }
@@ -95,7 +112,7 @@ export class LifetimeSpend {
       const own = holder.name === caller;
       const whose = own ? 'its manifest' : `the manifest of agent "${holder.name}", which agent "${caller}" descends from`;
       throw new QuotaExceededError(
-        `agent "${holder.name}" may spend $${dollars(maxUsd)} in its life, with the agents it spawns, and has spent $${account.spentUsd.toFixed(4)}${account.reservedUsd > 0 ? ` (with $${account.reservedUsd.toFixed(4)} held by calls under way)` : ''}; the next model call${own ? '' : ` of agent "${caller}"`} would cost about $${estimate.costUsd.toFixed(4)}; the cap is ${LIFETIME_SPEND_FIELD} in ${whose}`,
+        `agent "${holder.name}" may spend $${dollars(maxUsd)} in its life, with the agents it spawns, and has spent $${dollars(account.spentUsd, 6)}${account.reservedUsd > 0 ? ` (with $${dollars(account.reservedUsd, 6)} held by calls under way)` : ''}; the next model call${own ? '' : ` of agent "${caller}"`} would cost about $${dollars(estimate.costUsd, 3)}; the cap is ${LIFETIME_SPEND_FIELD} in ${whose}`,
         {
           details: {
             agent: caller,

@@ -8,6 +8,7 @@ import { lifetimeBudgets, slottedResolver, timeLimitedResolver } from './agent-c
 import { type AgentRuntime, DEFAULT_CONTEXT_WINDOW_TOKENS } from './agent-runtime.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
 import type { AgentRegistry } from './agent-registry.ts';
+import type { AgentRestorer } from './agent-restorer.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import type { PriorityGate } from './priority-gate.ts';
@@ -20,6 +21,8 @@ export interface ModelChoiceParts {
   capabilities: Pick<CapabilityManager, 'granted'>;
   /** Whether an agent's ancestor is held here: a call draws from their lifetime caps too, and a cap not held is not known. */
   registry: Pick<AgentRegistry, 'find'>;
+  /** What is known of the cap of an ancestor not held here: read from its stored record when its manifest did not validate. */
+  restorer: Pick<AgentRestorer, 'unheld'>;
   ledger: BudgetLedger;
   /** The daemon's model-call slots, handed out by agents' `priority`; none: no limit. */
   modelSlots?: PriorityGate | undefined;
@@ -120,7 +123,12 @@ export class ModelChoice {
       {
         budgets: [
           ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }),
-          ...lifetimeBudgets(ledger, entry, (agentId) => (this.#parts.registry.find(agentId) === undefined ? undefined : capabilities.granted(agentId))),
+          ...lifetimeBudgets(
+            ledger,
+            entry,
+            (agentId) => (this.#parts.registry.find(agentId) === undefined ? undefined : capabilities.granted(agentId)),
+            (agentId) => this.#parts.restorer.unheld(agentId),
+          ),
           ...budgets,
         ],
         price: (target, usage) => runtime.costs.estimateCost(target.provider, target.model, usage).costUsd,

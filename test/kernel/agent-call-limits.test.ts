@@ -1,6 +1,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { QuotaExceededError } from '../../src/errors/index.ts';
+import { CapabilityDeniedError, QuotaExceededError, toErrorResponse } from '../../src/errors/index.ts';
+import { createSilentLogger } from '../../src/logging/index.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -63,7 +64,7 @@ describe('[capabilities].econ_spend', () => {
 
     const refusal = await refusalOf(host.kernel.send('spender', 'three'));
     expect(refusal).toBeInstanceOf(QuotaExceededError);
-    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.03 in its life, with the agents it spawns, and has spent $0.0300');
+    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.03 in its life, with the agents it spawns, and has spent $0.03;');
     expect((refusal as QuotaExceededError).details).toMatchObject({ budget: '[capabilities].econ_spend', limit: 0.03 });
     expect(server.requests).toHaveLength(2);
 
@@ -80,26 +81,29 @@ describe('[capabilities].econ_spend', () => {
     server.script([reply]);
     // max_tokens = 1000 of gpt-4o's output alone may cost $0.01.
     const refusal = await refusalOf(host.kernel.send('spender', 'one'));
-    expect((refusal as QuotaExceededError).message).toContain('has spent $0.0000; the next model call would cost about $0.01');
+    expect((refusal as QuotaExceededError).message).toContain('has spent $0.00; the next model call would cost about $0.01');
     expect(server.requests).toHaveLength(0);
   });
 
   it('shows a cap as the manifest gives it, however small', async () => {
     await host.kernel.spawn(manifest(`name = "spender"\n${model()}[capabilities]\necon_spend = 0.00001\n`));
     const refusal = await refusalOf(host.kernel.send('spender', 'one'));
-    expect((refusal as QuotaExceededError).message).toContain('agent "spender" may spend $0.00001 in its life');
+    expect((refusal as QuotaExceededError).message).toContain(
+      'agent "spender" may spend $0.00001 in its life, with the agents it spawns, and has spent $0.00;',
+    );
+    expect((refusal as QuotaExceededError).message).toContain('would cost about $0.0102;');
   });
 
   describe("covers what the agent's descendants spend", () => {
     // A parent capped at $0.035 whose children may each spend as much: a child's call of $0.015
-    // (2,000 tokens in, 1,000 out) is estimated at about $0.0101 (its prompt and max_tokens = 1000).
+    // (2,000 tokens in, 1,000 out) is estimated at about $0.0102 (its prompt and max_tokens = 1000).
     const boss = (): string => `name = "boss"\n${model()}[capabilities]\nagent_spawn = true\necon_spend = 0.035\n`;
     const kid = (name: string): string => `name = "${name}"\n${model()}[capabilities]\necon_spend = 0.035\n`;
     const refusedByBoss = async (caller: string): Promise<void> => {
       const refusal = await refusalOf(host.kernel.send(caller, 'more'));
       expect(refusal).toBeInstanceOf(QuotaExceededError);
       expect((refusal as QuotaExceededError).message).toContain(
-        `agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300; the next model call of agent "${caller}" would cost about $0.01`,
+        `agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.03; the next model call of agent "${caller}" would cost about $0.01`,
       );
       expect((refusal as QuotaExceededError).message).toContain(
         `the cap is [capabilities].econ_spend in the manifest of agent "boss", which agent "${caller}" descends from`,
@@ -119,7 +123,7 @@ describe('[capabilities].econ_spend', () => {
       await refusedByBoss('kid-b');
       await refusedByBoss('kid-a');
       const own = await refusalOf(host.kernel.send('boss', 'and you?'));
-      expect((own as QuotaExceededError).message).toContain('agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300');
+      expect((own as QuotaExceededError).message).toContain('agent "boss" may spend $0.035 in its life, with the agents it spawns, and has spent $0.03;');
       expect((own as QuotaExceededError).message).toContain('the cap is [capabilities].econ_spend in its manifest');
       expect(server.requests).toHaveLength(2);
     });
@@ -157,7 +161,7 @@ describe('[capabilities].econ_spend', () => {
 
       // lead inherited boss's $0.035 and names itself first; boss's cap refuses too once lead is gone.
       const refusal = await refusalOf(host.kernel.send('kid-b', 'more'));
-      expect((refusal as QuotaExceededError).message).toContain('agent "lead" may spend $0.035 in its life, with the agents it spawns, and has spent $0.0300');
+      expect((refusal as QuotaExceededError).message).toContain('agent "lead" may spend $0.035 in its life, with the agents it spawns, and has spent $0.03;');
       await host.close();
       host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
       await host.kernel.kill('lead');
@@ -208,28 +212,56 @@ describe('[capabilities].econ_spend', () => {
       });
     });
 
-    it('refuses the calls of an agent whose ancestor was not loaded at start, naming it: its cap is not known', async () => {
-      await host.kernel.spawn(manifest(boss()));
-      await host.kernel.spawn(manifest(`name = "lead"\n${model()}[capabilities]\nagent_spawn = true\n`), { parent: 'boss' });
-      await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'lead' });
-      await host.close();
+    describe('of an ancestor skipped at start (its stored manifest no longer validates)', () => {
       // A manifest this Loom no longer reads (as after a downgrade): boss is skipped, the agents under it load.
-      const db = new DatabaseSync(host.home.databasePath);
-      db.prepare(`UPDATE agents SET manifest = json_set(manifest, '$.priority', 'urgent') WHERE name = 'boss'`).run();
-      db.close();
-      host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
-      expect(host.report.skipped.map((skipped) => skipped.name)).toEqual(['boss']);
-      server.script([reply]);
+      const restartWithBossBroken = async (change = `'$.priority', 'urgent'`): Promise<void> => {
+        await host.close();
+        const db = new DatabaseSync(host.home.databasePath);
+        db.prepare(`UPDATE agents SET manifest = json_set(manifest, ${change}) WHERE name = 'boss'`).run();
+        db.close();
+        host = await openTestHost(dir.path, {}, undefined, { clock: host.clock });
+        expect(host.report.skipped.map((skipped) => skipped.name)).toEqual(['boss']);
+      };
 
-      const refusal = await refusalOf(host.kernel.send('kid-a', 'one'));
-      expect(refusal).toBeInstanceOf(QuotaExceededError);
-      expect((refusal as QuotaExceededError).message).toContain('agent "kid-a" may not call a model: it descends from agent "boss"');
-      expect((refusal as QuotaExceededError).message).toContain(
-        'so the [capabilities].econ_spend cap in its manifest, which covers what agent "kid-a" spends, is not known',
-      );
-      expect((refusal as QuotaExceededError).details).toMatchObject({ agent: 'kid-a', budget: '[capabilities].econ_spend', capOf: 'boss' });
-      expect(String(await refusalOf(host.kernel.send('lead', 'two')))).toContain('agent "lead" may not call a model: it descends from agent "boss"');
-      expect(server.requests).toHaveLength(0);
+      it('still holds the family to the cap its stored record gives', async () => {
+        await host.kernel.spawn(manifest(boss()));
+        await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'boss' });
+        await host.kernel.spawn(manifest(kid('kid-b')), { parent: 'boss' });
+        await restartWithBossBroken();
+        server.script([reply, reply, reply]);
+        expect((await host.kernel.send('kid-a', 'one')).text).toBe('done');
+        expect((await host.kernel.send('kid-b', 'two')).text).toBe('done');
+        await refusedByBoss('kid-b');
+        expect(server.requests).toHaveLength(2);
+      });
+
+      it('lets the agents under it call models when its stored record grants no cap', async () => {
+        await host.kernel.spawn(manifest(`name = "boss"\n${model()}[capabilities]\nagent_spawn = true\n`));
+        await host.kernel.spawn(manifest(`name = "kid-a"\n${model()}`), { parent: 'boss' });
+        await restartWithBossBroken();
+        server.script([reply]);
+        expect((await host.kernel.send('kid-a', 'one')).text).toBe('done');
+      });
+
+      it('refuses the calls of the agents under it when its cap does not read, naming why and the fix, as a capability refused', async () => {
+        await host.kernel.spawn(manifest(boss()));
+        await host.kernel.spawn(manifest(`name = "lead"\n${model()}[capabilities]\nagent_spawn = true\n`), { parent: 'boss' });
+        await host.kernel.spawn(manifest(kid('kid-a')), { parent: 'lead' });
+        await restartWithBossBroken(`'$.capabilities.econ_spend', 'lots'`);
+        server.script([reply]);
+
+        const refusal = await refusalOf(host.kernel.send('kid-a', 'one'));
+        expect(refusal).toBeInstanceOf(CapabilityDeniedError);
+        const { message, details } = refusal as CapabilityDeniedError;
+        expect(message).toContain(`agent "kid-a" may not call a model: it descends from agent "boss" (`);
+        expect(message).toContain(
+          'which was skipped when Loom started because its stored manifest does not validate (the daemon\'s log says why), and whose [capabilities].econ_spend there, which caps what agent "kid-a" spends, is not a number of dollars; correct the stored manifest, or run the Loom version that stored it, and restart Loom',
+        );
+        expect(details).toMatchObject({ agent: 'kid-a', budget: '[capabilities].econ_spend', capOf: 'boss', skipped: 'start' });
+        expect(toErrorResponse(refusal, 0, createSilentLogger()).status).toBe(403);
+        expect(String(await refusalOf(host.kernel.send('lead', 'two')))).toContain('agent "lead" may not call a model: it descends from agent "boss"');
+        expect(server.requests).toHaveLength(0);
+      });
     });
   });
 
