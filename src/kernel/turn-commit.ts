@@ -102,6 +102,7 @@ export class TurnCommits {
    * counted each call against the quota as it was made). `model` answered the turn; null leaves it to the trace (its last model).
    * `options.wellFormed` leading messages of `session` are known to make a well-formed history. A
    * finished turn gives its `options.result`: the turn's audit record (see `TurnSeal`) commits with it.
+   * @throws {AgentStateError} when the agent was killed meanwhile: the usage is recorded alone.
    */
   async commit(
     turn: OpenTurn,
@@ -130,15 +131,29 @@ export class TurnCommits {
       journal === undefined || journal.pending !== undefined
         ? undefined
         : { turnId: journal.turnId, outcome: outcomeRecord(ending, result as unknown as JsonValue) };
-    await this.#parts.histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, {
-      usage,
-      wellFormed,
-      events: audit === undefined ? [] : [auditRecordOf(audit)],
-      ...(closeTurn === undefined ? {} : { closeTurn }),
-    });
+    // Killed after its work returned (during a summary, or a module that caught its aborted call): no session is left, its usage still counts.
+    if (!this.isLive(entry)) return this.#killedWith(entry, usage);
+    try {
+      await this.#parts.histories.save({ sessionId: place.sessionId, agentId: entry.id, conversation: place.conversation }, turn.base, whole, sealed, {
+        usage,
+        wellFormed,
+        events: audit === undefined ? [] : [auditRecordOf(audit)],
+        ...(closeTurn === undefined ? {} : { closeTurn }),
+      });
+    } catch (error) {
+      // A kill deletes the agent (and its session) from the store before the registry forgets it.
+      if (this.isLive(entry) && (await this.#parts.store.agents.get(entry.id)) !== undefined) throw error;
+      return this.#killedWith(entry, usage, error);
+    }
     if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
+  }
+
+  /** Records a killed agent's last turn's usage alone (its ancestors' caps count it), and ends the turn as killed. */
+  async #killedWith(entry: AgentEntry, usage: readonly UsageRecord[], cause?: unknown): Promise<never> {
+    for (const item of usage) await this.#parts.store.usage.record(item);
+    throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, cause === undefined ? {} : { cause });
   }
 
   /** Whether `entry` is still the registry's (a killed agent has nothing left to keep a turn in). */
