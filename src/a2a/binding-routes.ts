@@ -90,18 +90,6 @@ export function addJsonRpcRoute(routes: Hono, context: A2aRouteContext): void {
   });
 }
 
-/** The path, under `{agent}/rest`, of a 1.0 subscription to a task (decoded, no trailing slash). */
-const SUBSCRIBE_PATH = /^\/tasks\/[^/:]+:subscribe$/;
-
-/** The headers of 1.0's streams (`sseResponse`'s). */
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
-
-/** The path, under the agent, that the SDK's 0.3 router subscribes to a task on (as Express matches it: any case, a trailing slash). */
-const LEGACY_SUBSCRIBE_PATH = /^\/v1\/tasks\/[^/]+:subscribe\/?$/i;
-
-/** The headers of the SDK's 0.3 router's streams (its `SSE_HEADERS`). */
-const LEGACY_SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' };
-
 /** Adds HTTP+JSON 1.0 (`{agent}/rest/…`) and 0.3 (`{agent}/v1/…`) to `routes`. */
 export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
   const { access, agents, base, requests } = context;
@@ -116,10 +104,8 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     if (decoded === undefined)
       return restErrorResponse(new RequestMalformedError(`cannot read ${c.req.method} ${c.req.path}: a percent-escape in it does not decode`));
     const path = trimTrailingSlashes(decoded);
-    // A HEAD is answered as its GET (Hono drops the body); a subscription's with the stream's headers
-    // alone (decision 0075): asked of the SDK, its subscription would go on, read by no one.
-    if (c.req.method === 'HEAD' && SUBSCRIBE_PATH.test(path)) return c.body(null, 200, SSE_HEADERS);
-    const method = c.req.method === 'HEAD' ? 'GET' : c.req.method;
+    // A HEAD is answered as its GET (`answerRestRequest`; Hono drops the body).
+    const { method } = c.req;
     // Before anything reads the body: one of another type is refused, never read as JSON.
     const refused = c.req.method === 'POST' ? contentTypeRefusal(c.req.header('content-type'), REST_MEDIA_TYPES) : undefined;
     if (refused !== undefined) return unsupportedMediaTypeResponse(refused, REST_MEDIA_TYPES);
@@ -158,9 +144,6 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     const url = new URL(c.req.url);
     const agentSegment = url.pathname.slice(base.length + 1).split('/', 1)[0] ?? '';
     const rest = url.pathname.slice(base.length + 1 + agentSegment.length);
-    // A HEAD of a subscription gets the stream's headers alone (decision 0075): handed to the router,
-    // it reached the GET's route, whose subscription went on, written to no one, until the task ended.
-    if (c.req.method === 'HEAD' && LEGACY_SUBSCRIBE_PATH.test(rest)) return c.body(null, 200, LEGACY_SSE_HEADERS);
     // The router routes on the path under the agent; its 404 names the whole path (`originalUrl`, as Express keeps it).
     Object.assign(incoming, { originalUrl: c.req.path });
     incoming.url = `${rest}${url.search}`;

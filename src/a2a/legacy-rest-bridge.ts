@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LegacyA2AError, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
-import type { A2ARequestHandler, User } from '@a2a-js/sdk/server';
+import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import type { Logger } from '../contracts/index.ts';
 
 /** A Node request listener (an Express app). */
@@ -37,6 +37,28 @@ async function loadSdkRouter(): Promise<{ express: () => ExpressApp; router: Leg
   return loading;
 }
 
+/** `handler`, whose subscriptions asked by a HEAD (`isHead`) end after their first event (the task). */
+function headAware(handler: A2ARequestHandler, isHead: (context: ServerCallContext) => boolean): A2ARequestHandler {
+  async function* resubscribe(...[params, context]: Parameters<A2ARequestHandler['resubscribe']>): ReturnType<A2ARequestHandler['resubscribe']> {
+    const events = handler.resubscribe(params, context);
+    if (!isHead(context)) {
+      yield* events;
+      return;
+    }
+    const first = await events.next();
+    await events.return(undefined);
+    if (first.done !== true) yield first.value;
+  }
+  return new Proxy(handler, {
+    get: (target, property) => {
+      if (property === 'resubscribe') return resubscribe;
+      const value: unknown = Reflect.get(target, property, target);
+      // Bound to the handler itself: its methods read its private fields.
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 /**
  * The SDK's own A2A 0.3 HTTP+JSON endpoints (`/v1/message:send`, `/v1/message:stream`,
  * `/v1/tasks/{id}`, `/v1/tasks/{id}:cancel`, `/v1/tasks/{id}:subscribe`, `/v1/card`) for one
@@ -59,7 +81,21 @@ export async function createLegacyRestListener(
   app.disable('x-powered-by');
   // Not Express's development mode (NODE_ENV unset): no stack in what it may still answer itself.
   app.set('env', 'production');
-  app.use(loaded.router.legacyRestRouter({ requestHandler, userBuilder: (request) => Promise.resolve(userOf(request)) }));
+  // Express routes a HEAD to the GET's route. A HEAD of a subscription is answered as its GET, the
+  // router's checks and errors with it, but its stream ends after the first event, which Node drops
+  // with the rest of the body (decision 0075): else the subscription went on, read by no one.
+  const heads = new WeakSet<User>();
+  const userBuilder = (request: IncomingMessage): Promise<User> => {
+    const user = userOf(request);
+    if (request.method === 'HEAD') heads.add(user);
+    return Promise.resolve(user);
+  };
+  app.use(
+    loaded.router.legacyRestRouter({
+      requestHandler: headAware(requestHandler, (context) => context.user !== undefined && heads.has(context.user)),
+      userBuilder,
+    }),
+  );
   // What the router has no route for is answered in its error shape, as JSON: Express's own answer is an HTML page.
   // A HEAD is answered as its GET (Express routes it to the GET's route; Node's response sends no body).
   app.use((request: IncomingMessage & { originalUrl?: string }, response: ServerResponse, next: () => void) => {

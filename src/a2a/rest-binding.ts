@@ -53,7 +53,8 @@ export function unsupportedMediaTypeResponse(error: ContentTypeNotSupportedError
     headers: { ...JSON_HEADERS, accept: accepted.join(', ') },
   });
 }
-const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+/** The headers of A2A 1.0's streams, JSON-RPC's and HTTP+JSON's. */
+export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
 /** A JSON response. */
 export function jsonResponse(body: unknown, status = 200): Response {
@@ -99,6 +100,7 @@ export async function primed<T>(stream: AsyncGenerator<T>): Promise<AsyncGenerat
 
 /** One A2A 1.0 HTTP+JSON request, as {@link answerRestRequest} takes it. */
 export interface RestRequest {
+  /** A HEAD is answered as its GET (the caller drops the body). */
   method: string;
   /** The path under the agent's `/rest` (e.g. `/message:send`), without a trailing slash. */
   path: string;
@@ -126,10 +128,13 @@ function streamOf(stream: AsyncGenerator<StreamResponse>): Response {
  * Answers one A2A 1.0 HTTP+JSON request with `handler`: `message:send`, `message:stream`,
  * `tasks`, `tasks/{id}`, `tasks/{id}:cancel`, `tasks/{id}:subscribe`, and the push-notification
  * configs `tasks/{id}/pushNotificationConfigs[/{configId}]` (POST, GET, DELETE). Undefined for
- * any other route. Throws the SDK's errors, for {@link restErrorResponse}.
+ * any other route. A HEAD is answered as its GET; a subscription's after the GET's checks (the
+ * task is there, the caller's, not ended), with the stream's headers alone (decision 0075): no
+ * subscription goes on, read by no one. Throws the SDK's errors, for {@link restErrorResponse}.
  */
 export async function answerRestRequest(handler: A2ARequestHandler, request: RestRequest): Promise<Response | undefined> {
-  const { method, path, query, context } = request;
+  const { path, query, context } = request;
+  const method = request.method === 'HEAD' ? 'GET' : request.method;
   if (method === 'POST' && path === '/message:send') {
     const result = await handler.sendMessage(requireMessage(SendMessageRequest.fromJSON(await request.body())), context);
     const payload = 'messageId' in result ? { $case: 'message' as const, value: result } : { $case: 'task' as const, value: result };
@@ -181,7 +186,13 @@ export async function answerRestRequest(handler: A2ARequestHandler, request: Res
   if (match === null) return undefined;
   const id = match[1] ?? '';
   if (match[2] === ':cancel' && method === 'POST') return jsonResponse(Task.toJSON(await handler.cancelTask({ id, tenant: '', metadata: {} }, context)));
-  if (match[2] === ':subscribe' && (method === 'GET' || method === 'POST')) return streamOf(await primed(handler.resubscribe({ id, tenant: '' }, context)));
+  if (match[2] === ':subscribe' && (method === 'GET' || method === 'POST')) {
+    const events = handler.resubscribe({ id, tenant: '' }, context);
+    if (request.method !== 'HEAD') return streamOf(await primed(events));
+    await events.next();
+    await events.return(undefined);
+    return new Response(null, { status: 200, headers: SSE_HEADERS });
+  }
   if (match[2] === undefined && method === 'GET') {
     const historyLength = query['historyLength'];
     return jsonResponse(

@@ -376,8 +376,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     try {
       await Promise.race([next(), deadline.expired]);
     } finally {
-      // A streamed reply keeps its deadline until the stream ends (its handler disposes it).
-      if (!(c.res.headers.get('content-type') ?? '').startsWith('text/event-stream')) deadline.dispose();
+      // A streamed reply keeps its deadline until the stream ends (its handler disposes it). A HEAD's
+      // answer is its headers alone, whatever its type: no stream follows to let the deadline go.
+      if (c.req.method === 'HEAD' || !(c.res.headers.get('content-type') ?? '').startsWith('text/event-stream')) deadline.dispose();
     }
   });
 

@@ -136,6 +136,46 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
     });
   });
 
+  it('answer a HEAD of a subscription the GET refuses as the GET, on both bindings: an unknown task, an ended task', async () => {
+    const id = await echoTask();
+    for (const binding of ['v1', 'rest']) {
+      for (const task of ['nope', id]) {
+        const path = `/a2a/echo/${binding}/tasks/${task}:subscribe`;
+        const get = await answerOf(await api.request(path, { headers: auth }));
+        expect(get.status).toBeGreaterThanOrEqual(400);
+        const head = await answerOf(await api.request(path, { method: 'HEAD', headers: auth }));
+        const { 'content-length': _getLength, ...headers } = get.headers;
+        const { 'content-length': _headLength, ...headHeaders } = head.headers;
+        expect({ path, ...head, headers: headHeaders }).toEqual({ path, ...get, headers, body: '' });
+      }
+    }
+  });
+
+  it("leave no request deadline waiting after a HEAD of a running task's subscription, on both bindings", async () => {
+    await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+    let release: () => void = () => undefined;
+    model.script([{ text: 'Done at last.', gate: new Promise<void>((resolve) => (release = resolve)) }]);
+    const body = JSON.stringify({ message: { messageId: 'm-1', role: 'ROLE_USER', parts: [{ text: 'Hi' }] }, configuration: { returnImmediately: true } });
+    const sent = await api.request('/a2a/echo/rest/message:send', { method: 'POST', headers: auth, body });
+    const id = ((await sent.json()) as { task: { id: string } }).task.id;
+    try {
+      for (const binding of ['rest', 'v1']) {
+        const pending = api.host.clock.pending();
+        const head = await api.request(`/a2a/echo/${binding}/tasks/${id}:subscribe`, { method: 'HEAD', headers: auth });
+        expect({ binding, status: head.status, type: head.headers.get('content-type'), body: await head.text() }).toEqual({
+          binding,
+          status: 200,
+          type: 'text/event-stream',
+          body: '',
+        });
+        // The request's deadline (300 s on the daemon's clock) would keep a stopped daemon's process up.
+        expect({ binding, pending: api.host.clock.pending() }).toEqual({ binding, pending });
+      }
+    } finally {
+      release();
+    }
+  });
+
   it("carry the API's security headers, the router's own errors and 404s included", async () => {
     const id = await echoTask();
     const requests: [string, RequestInit][] = [
