@@ -261,8 +261,11 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const a2aNotFound = (c: Context): Response => {
     const { method, path } = c.req;
     const plain = plainPath(path);
+    // Only a slash escaped or doubled: another escape (`%3A`, `%25`) is a path written as it should be.
     const fix =
-      plain === undefined || plain === path ? '' : `; write A2A's paths with single, unescaped slashes under ${config.a2a.listen_path}: ${method} ${plain}`;
+      plain === undefined || !/%2F|\/\//i.test(path)
+        ? ''
+        : `; write A2A's paths with single, unescaped slashes under ${config.a2a.listen_path}: ${method} ${plain}`;
     return respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no A2A route ${method} ${path}${fix}`));
   };
   const namesA2aPath = a2aPathSpelling(config.a2a.enabled ? config.a2a.listen_path : undefined);

@@ -111,6 +111,7 @@ describe('a path that names the listen path only once decoded, or with a doubled
       ['POST', '/a2a%2Fhelper', '/a2a/helper'],
       ['DELETE', '//a2a/helper/rest/tasks/x', '/a2a/helper/rest/tasks/x'],
       ['GET', '/a2a/helper%2Fv1%2Fcard', '/a2a/helper/v1/card'],
+      ['GET', '/a2a%2fhelper%3Ano-route', '/a2a/helper:no-route'],
     ] as const) {
       expect(await answerOf(served, path, method)).toEqual({
         path,
@@ -122,6 +123,10 @@ describe('a path that names the listen path only once decoded, or with a doubled
           },
         },
       });
+    }
+    // Another escape, with single slashes, is a path written as it should be: no advice.
+    for (const path of ['/a2a/helper/no%3Aroute', '/a2a/helper/100%25-unknown']) {
+      expect(await answerOf(served, path)).toEqual({ path, status: 404, body: { error: { code: 'ROUTE_NOT_FOUND', message: `no A2A route GET ${path}` } } });
     }
     expect(await answerOf(served, '/a2ax')).toEqual({ path: '/a2ax', status: 200, body: 'page' });
   });
