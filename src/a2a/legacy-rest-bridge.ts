@@ -108,12 +108,15 @@ export async function createLegacyRestListener(
     response.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(error));
   });
   // Four parameters: Express's error handler. Its own, HTML with the stack, would replace the API's headers too.
-  app.use((error: unknown, request: IncomingMessage & { originalUrl?: string }, response: ServerResponse, next: (error: unknown) => void) => {
+  app.use((error: unknown, request: IncomingMessage & { originalUrl?: string }, response: ServerResponse, _next: unknown) => {
+    const path = (request.originalUrl ?? request.url ?? '/').split('?', 1)[0] ?? '/';
     if (response.headersSent) {
-      next(error);
+      // Too late for an answer: the connection is cut, as Express's final handler cuts it, which
+      // would also print the stack to standard error, past the daemon's log.
+      logger?.warn({ err: error, path }, 'A2A 0.3 HTTP+JSON request failed after its answer started; its connection is cut');
+      response.destroy();
       return;
     }
-    const path = (request.originalUrl ?? request.url ?? '/').split('?', 1)[0] ?? '/';
     const badRequest = (error as { status?: unknown } | null)?.status === 400;
     if (!badRequest) logger?.warn({ err: error, path }, 'A2A 0.3 HTTP+JSON request failed');
     const answer = badRequest
