@@ -375,16 +375,17 @@ describe('2025-era session lifetime', () => {
     expect(await listInSession(url, session)).toBe(503);
   });
 
-  it('refuses, once the daemon stops, to open a session or a stream or to answer a request, with 503 saying why', async () => {
+  it("refuses, once the daemon stops, to open a session or a stream or to answer a request, with 503 saying why (and the request's id); a session ended is not found", async () => {
     const stopping = new AbortController();
     const { url } = await serve({ closing: stopping.signal });
     const session = await openRawSession(url);
     stopping.abort();
     const answers = await Promise.all(
       [
-        fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT }, body: initializeBody() }),
+        fetch(`${url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT }, body: initializeBody(7) }),
         fetch(`${url}/mcp/sse`, { headers: { accept: 'text/event-stream' } }),
         sessionRequest(url, session, undefined, { method: 'GET' }),
+        sessionRequest(url, session, undefined, { method: 'DELETE' }),
         fetch(`${url}/mcp`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', accept: ACCEPT, 'mcp-protocol-version': MODERN_REVISION },
@@ -398,16 +399,18 @@ describe('2025-era session lifetime', () => {
     expect(answers).toEqual([
       {
         status: 503,
-        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot open an MCP session: the daemon is stopping' }, id: null }),
+        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot open an MCP session: the daemon is stopping' }, id: 7 }),
       },
       { status: 503, text: 'cannot open an MCP session: the daemon is stopping' },
       {
         status: 503,
         text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot open an MCP stream: the daemon is stopping' }, id: null }),
       },
+      // As the SDK answers a session it has ended.
+      { status: 404, text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }) },
       {
         status: 503,
-        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: null }),
+        text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: 1 }),
       },
     ]);
   });
@@ -433,6 +436,26 @@ describe('2025-era session lifetime', () => {
     await host.clock.advance(MCP_DRAIN_MS - 1);
     expect(closed).toBe(false);
     await host.clock.advance(1);
+    await doors;
+    expect(closed).toBe(true);
+  });
+
+  it("lets the daemon's stop go on as soon as the slowest MCP stream's last bytes are written out", async () => {
+    const stopping = new AbortController();
+    const { app, host } = await serve({ closing: stopping.signal, clientAddress: '127.0.0.1' });
+    const written = new EventEmitter();
+    const slow = new EventEmitter();
+    const streams: Response[] = [];
+    for (const outgoing of [written, slow]) streams.push(await app.request('/mcp/sse', { headers: { accept: 'text/event-stream' } }, { outgoing }));
+    stopping.abort();
+    let closed = false;
+    const doors = app.doorsClosed().then(() => (closed = true));
+    await Promise.all(streams.map((stream) => stream.text()));
+    written.emit('close');
+    await host.clock.advance(MCP_DRAIN_MS / 2);
+    expect(closed).toBe(false);
+    // Written out before MCP_DRAIN_MS: the clock moves no more, and the wait ends.
+    slow.emit('close');
     await doors;
     expect(closed).toBe(true);
   });

@@ -9,7 +9,7 @@ import { type AgentDirectory, kernelAgentDirectory, mcpThread } from './agent-to
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
-import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions } from './mcp-sessions.ts';
+import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions, sessionNotFound } from './mcp-sessions.ts';
 
 /** What the `/mcp` endpoints are built from. */
 export interface McpHttpHandlerOptions {
@@ -49,11 +49,16 @@ export interface McpHttpHandler {
   close(): Promise<void>;
 }
 
-/** The answer to an MCP request once the endpoints have closed: `what` could not be done, and why (JSON-RPC's error shape, or plain text for the 2024-11-05 endpoints). */
-function daemonStopping(what: string, shape: 'json-rpc' | 'text'): Response {
+/**
+ * The answer to an MCP request once the endpoints have closed: `what` could not be done, and why
+ * (JSON-RPC's error shape, with the id of the request's body, `parsed`, when it has one; or plain
+ * text for the 2024-11-05 endpoints).
+ */
+function daemonStopping(what: string, shape: 'json-rpc' | 'text', parsed?: unknown): Response {
   const message = `cannot ${what}: the daemon is stopping`;
   if (shape === 'text') return new Response(message, { status: 503, headers: { 'content-type': 'text/plain; charset=utf-8' } });
-  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }, { status: 503 });
+  const id = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined;
+  return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: typeof id === 'string' || typeof id === 'number' ? id : null }, { status: 503 });
 }
 
 function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
@@ -137,12 +142,16 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   };
   return {
     async fetch(request, origin, body) {
-      const stopping = (): Response => daemonStopping(request.method === 'GET' ? 'open an MCP stream' : 'answer an MCP request', 'json-rpc');
       const sdk = await bodyForSdk(request, body);
+      const stopping = (): Response => daemonStopping(request.method === 'GET' ? 'open an MCP stream' : 'answer an MCP request', 'json-rpc', sdk.parsed);
       const parsed = 'parsed' in sdk ? { parsedBody: sdk.parsed } : {};
-      if (request.headers.has(MCP_SESSION_HEADER)) return closed ? stopping() : sessions.serve(sdk.request, origin, parsed);
+      if (request.headers.has(MCP_SESSION_HEADER)) {
+        // Ending a session once every session has ended: answered as the SDK answers a session it has ended.
+        if (closed && request.method === 'DELETE') return sessionNotFound();
+        return closed ? stopping() : sessions.serve(sdk.request, origin, parsed);
+      }
       if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) {
-        return closed ? daemonStopping('open an MCP session', 'json-rpc') : open(sessions.open(sdk.request, origin, sdk.parsed));
+        return closed ? daemonStopping('open an MCP session', 'json-rpc', sdk.parsed) : open(sessions.open(sdk.request, origin, sdk.parsed));
       }
       return closed ? stopping() : modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
     },

@@ -75,7 +75,7 @@ const jsonRpcError = (status: number, code: number, message: string): Response =
   Response.json({ jsonrpc: '2.0', error: { code, message }, id: null }, { status, headers: { 'content-type': 'application/json' } });
 
 /** The SDK transport's own answer to an unknown session, given also to a session of another principal so ids cannot be probed. */
-const sessionNotFound = (): Response => jsonRpcError(404, -32001, 'Session not found');
+export const sessionNotFound = (): Response => jsonRpcError(404, -32001, 'Session not found');
 
 /** `body` with `onEnd` called once when it ends, fails or is cancelled (the client went away). */
 function watchBody(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
