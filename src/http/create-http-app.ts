@@ -36,7 +36,7 @@ import { createMetricsRoutes } from './metrics-routes.ts';
 import type { LoomMetrics } from '../telemetry/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withRemoteParent } from '../telemetry/spans.ts';
-import { jsonTextDepth, MAX_JSON_DEPTH, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
+import { jsonTextDepth, MAX_JSON_DEPTH, safeDecodeUriComponent, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
 import type { McpServerView } from '../wire/index.ts';
 
@@ -129,7 +129,8 @@ function isA2aStream(method: string, path: string, listenPath: string): boolean 
   // /metrics, is let through untimed too: none of them is slow).
   const base = listenPath === '/' ? '' : listenPath;
   if (!path.startsWith(`${base}/`)) return false;
-  const rest = path.slice(base.length + 1);
+  // As the bindings read it: decoded (`%3Asubscribe`), without trailing slashes.
+  const rest = trimTrailingSlashes(safeDecodeUriComponent(path.slice(base.length + 1)) ?? '');
   return !rest.includes('/') || rest.endsWith('message:stream') || rest.endsWith(':subscribe');
 }
 

@@ -151,7 +151,7 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
     }
   });
 
-  it("leave no request deadline waiting after a HEAD of a running task's subscription, on both bindings", async () => {
+  it("leave no request deadline waiting after a HEAD of a running task's subscription, on both bindings, nor under a GET of it however spelled", async () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     let release: () => void = () => undefined;
     model.script([{ text: 'Done at last.', gate: new Promise<void>((resolve) => (release = resolve)) }]);
@@ -170,6 +170,14 @@ describe("A2A 0.3 HTTP+JSON's answers", () => {
         });
         // The request's deadline (300 s on the daemon's clock) would keep a stopped daemon's process up.
         expect({ binding, pending: api.host.clock.pending() }).toEqual({ binding, pending });
+      }
+      // Nor does a GET of it spelled with an escape or a trailing slash, which streams as its plain spelling does.
+      for (const spelling of [`${id}%3Asubscribe`, `${id}:subscribe/`]) {
+        const pending = api.host.clock.pending();
+        const stream = await api.request(`/a2a/echo/rest/tasks/${spelling}`, { headers: auth });
+        expect({ spelling, status: stream.status, type: stream.headers.get('content-type') }).toEqual({ spelling, status: 200, type: 'text/event-stream' });
+        expect({ spelling, pending: api.host.clock.pending() }).toEqual({ spelling, pending });
+        await stream.body?.cancel();
       }
     } finally {
       release();
