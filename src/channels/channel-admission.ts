@@ -14,6 +14,15 @@ import { decide } from './channel-policy.ts';
 const PAIRING_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const RATE_WINDOW_MS = 60_000;
 
+/**
+ * What of a message's answer reached the person (`shown`: words the platform took), and the outcome
+ * last written for it (or tried), so that one shown is not answered again when its record fails.
+ */
+export interface AnswerShown {
+  shown: boolean;
+  tried?: { status: ChannelMessageRecord['status']; note: string | null };
+}
+
 /** Who may be answered on the service's channels, and how fast. */
 export class ChannelAdmission {
   readonly #context: ChannelContext;
@@ -28,9 +37,10 @@ export class ChannelAdmission {
    * The channel's policy and rate applied to a message to the bot (spec/01 step 2), the same for
    * every message, a reply command included. Returns whether it may be answered; when not, it is
    * settled here: ignored without a word, or refused with the reply such a message gets, audited
-   * as `decide()` and the rate say.
+   * as `decide()` and the rate say. `answer` says whether the refusal (a pairing prompt included)
+   * reached the person, also when its record then fails.
    */
-  async admit(config: ChannelConfig, adapter: ChannelAdapter, message: ChannelMessageRecord): Promise<boolean> {
+  async admit(config: ChannelConfig, adapter: ChannelAdapter, message: ChannelMessageRecord, answer: AnswerShown): Promise<boolean> {
     const context = this.#context;
     const { store, clock } = context.options;
     const way = { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } };
@@ -40,7 +50,13 @@ export class ChannelAdmission {
     const refused = async (reason: string, text: string): Promise<void> => {
       await auditRefused(context, { config, user, reason });
       // Refused whether or not the platform takes the words that say so.
-      await reply(context, way, text).catch((error: unknown) => undelivered(context, { config, message, kind: 'refusal', error }));
+      await reply(context, way, text).then(
+        () => {
+          answer.shown = true;
+          answer.tried = { status: 'refused', note: reason };
+        },
+        (error: unknown) => undelivered(context, { config, message, kind: 'refusal', error }),
+      );
       await settle('refused', reason);
     };
 

@@ -9,7 +9,7 @@ import type { ChannelMessageClaim, ChannelMessageRecord } from '../contracts/ind
 import { isLoomError, messageOf } from '../errors/index.ts';
 import { kernelAs, TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from '../kernel/index.ts';
 import type { ChannelAdapter, ReplyTarget } from './channel-adapter.ts';
-import type { ChannelAdmission } from './channel-admission.ts';
+import type { AnswerShown, ChannelAdmission } from './channel-admission.ts';
 import { askApproval, decideApproval } from './channel-approvals.ts';
 import { type ChannelContext, channelPrincipal, type RunningChannel } from './channel-context.ts';
 import { deliver, reply, sendParts, undelivered } from './channel-delivery.ts';
@@ -33,13 +33,11 @@ const RECORD_TRIES = 3;
 
 /**
  * How an answer ended: `done` once its message is settled (recorded by this node, or found settled or
- * held by another); `shown` once anything reached the person (streamed words, the reply, an approval's
- * prompt, the apology); `tried`, the outcome last written (or tried).
+ * held by another); `shown` once anything reached the person (the refusal, streamed words, the reply,
+ * an approval's prompt, the apology); `tried`, the outcome last written (or tried).
  */
-interface Outcome {
+interface Outcome extends AnswerShown {
   done: boolean;
-  shown: boolean;
-  tried?: { status: ChannelMessageRecord['status']; note: string | null };
 }
 
 /** A message as this node finds it when it comes to answer it: its to answer (`held`), another node's (`elsewhere`), or neither. */
@@ -156,21 +154,24 @@ export class ChannelAnswers {
     this.#pending.add(id);
     let held = false;
     let settled = false;
-    /** The words that say what was decided, once the platform took them. */
-    let shown: string | undefined;
+    /** What reached the person: the refusal, or the words that say what was decided. */
+    const answer: AnswerShown = { shown: false };
     try {
       // Decided by one node: another that took the channel over leaves it to the node deciding it, while that node lives.
       const look = await this.#look(config, message.platformId);
       if (look === undefined || ('elsewhere' in look && !(await this.#whileElsewhere(channel, message.platformId, look.elsewhere)))) return;
       held = true;
-      if (!(await this.#admission.admit(config, adapter, message))) {
+      if (!(await this.#admission.admit(config, adapter, message, answer))) {
         settled = true;
         return;
       }
       const text = await decideApproval(context, config, { user: { id: message.userId, name: message.userName }, ...command });
       // Decided whether or not the platform takes the words that say so.
       await reply(context, { config, adapter, target: { conversationId: message.conversationId, thread: message.thread } }, text).then(
-        () => (shown = text),
+        () => {
+          answer.shown = true;
+          answer.tried = { status: 'answered', note: text };
+        },
         (error: unknown) => undelivered(context, { config, message, kind: 'approval-answer', error }),
       );
       await store.channels.settle(config.name, message.platformId, 'answered', text, clock.now());
@@ -192,7 +193,7 @@ export class ChannelAnswers {
         );
     } finally {
       // Given up only when nothing reached the person: one that did is not answered again here.
-      if (held && !settled && shown !== undefined) this.#keepDelivered(config.name, message.platformId, { status: 'answered', note: shown });
+      if (held && !settled && answer.shown) this.#keepDelivered(config.name, message.platformId, answer.tried);
       else if (held && !settled) await this.#release(config.name, message.platformId);
       this.#pending.delete(id);
     }
@@ -210,8 +211,10 @@ export class ChannelAnswers {
   async #answer(channel: RunningChannel, queued: ChannelMessageRecord): Promise<{ claimedBy: string | null } | undefined> {
     const { config } = channel;
     const adapter = channel.adapter;
-    if (adapter === undefined) {
-      // The channel no longer runs here (taken over, or stopped): a claim taken while it waited is given up.
+    if (adapter === undefined || this.#context.stopping.aborted) {
+      // The channel no longer runs here (taken over), or the service stops: a claim taken while it
+      // waited is given up (at a stop, with the others, by `releaseAll` once the answers end), so
+      // that another node answers it.
       await this.#release(config.name, queued.platformId);
       return undefined;
     }
@@ -235,7 +238,7 @@ export class ChannelAnswers {
     const { logger } = context;
     const { kernel, store, clock } = context.options;
     const { config, adapter } = channel;
-    if (!(await this.#admission.admit(config, adapter, message))) {
+    if (!(await this.#admission.admit(config, adapter, message, outcome))) {
       outcome.done = true;
       return;
     }

@@ -38,8 +38,8 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** A node on `database` with the Telegram channel, in a home of its own. */
-async function node(name: string, database: { name: string; url: string }): Promise<TestHost> {
+/** A node on `database` with the Telegram channel (Ada allowed, and `policy` more), in a home of its own. */
+async function node(name: string, database: { name: string; url: string }, policy: Record<string, unknown> = {}): Promise<TestHost> {
   const config = {
     store: { url: database.url },
     cluster: { node_name: name, channel_lease_seconds: LEASE_SECONDS },
@@ -50,7 +50,7 @@ async function node(name: string, database: { name: string; url: string }): Prom
         agent: 'helper',
         token_env: 'TELEGRAM_BOT_TOKEN',
         api_base_url: telegram.url,
-        policy: { direct: 'allowlist', allow_users: ['42'] },
+        policy: { direct: 'allowlist', allow_users: ['42'], ...policy },
       },
     ],
   };
@@ -416,6 +416,55 @@ describe('a channel that polls its platform, configured on two nodes of one data
     }
     expect(chat()).toEqual(['Hello Ada.']);
     expect(logged('node-a', 'could not record it as answered')).toHaveLength(1);
+  }, 60_000);
+
+  it("a stranger's message, or reply command, whose pairing prompt was shown and can never be recorded is not prompted again by its node at its lease renewals", async () => {
+    const database = await postgres.createDatabase();
+    const a = await node('node-a', database, { direct: 'pairing', approvers: ['42'] });
+    await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await a.channels.start();
+    await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
+    await failSettles(database.name, 1_000);
+    const EVE = { id: 43, first_name: 'Eve' };
+    telegram.push({ id: 43, type: 'private' }, EVE, 'Hi!');
+    telegram.push({ id: 43, type: 'private' }, EVE, 'approve 0123abcd');
+    await waitFor('node A to prompt both', () => chat().length === 2);
+    await a.channels.idle();
+
+    // Two lease renewals, each listing the channel's unanswered messages (what it takes up it answers before `idle`).
+    for (let renewal = 0; renewal < 2; renewal++) {
+      const sleeping = a.clock.pending();
+      await a.clock.advance((LEASE_SECONDS * 1000) / 3);
+      await waitFor('node A to renew its lease and sleep again', () => a.clock.pending() >= sleeping);
+      await a.channels.idle();
+    }
+    expect(chat()).toHaveLength(2);
+    expect(chat().every((text) => text.startsWith("I can't talk with you here yet. Ask the owner of this Loom to run:"))).toBe(true);
+    expect(model.requests).toHaveLength(0);
+  }, 60_000);
+
+  it('a message queued behind an answer under way when its node stops cleanly is answered by the node that takes the channel over, not by the stopping node', async () => {
+    const { a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    telegram.push(ADA_CHAT, ADA, 'What time is it?');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    await waitFor('both messages to be stored', async () => (await a.store.channels.recent('tg', 2)).length === 2);
+
+    // A stops (its channel's lease given up); the answer under way ends, the message behind it is left.
+    await a.channels.stop();
+    release();
+    await a.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+    expect(model.requests).toHaveLength(1);
+
+    // B takes the channel over at its next look, and answers the message A left.
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to answer the second message', () => chat().includes('It is noon.'));
+    expect(chat()).toEqual(['Hello Ada.', 'It is noon.']);
+    expect(logged('node-a', 'delivered the reply')).toHaveLength(1);
   }, 60_000);
 
   it('a later message of a chat whose earlier message another node is answering is answered meanwhile, not held up behind it', async () => {
