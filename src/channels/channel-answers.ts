@@ -67,6 +67,8 @@ export class ChannelAnswers {
    * could not be recorded: not answered again while this process runs (a restart may, decision 0061).
    */
   readonly #delivered = new Set<string>();
+  /** The outcomes of `#delivered` messages being recorded again (`#keepDelivered`), which a stop waits for. */
+  readonly #keeping = new Set<Promise<void>>();
 
   constructor(context: ChannelContext, admission: ChannelAdmission) {
     this.#context = context;
@@ -121,9 +123,13 @@ export class ChannelAnswers {
     this.#track(`${channel.config.name}\u0000${message.platformId}\u0000command`, this.answerCommand({ config: channel.config, adapter }, message, command));
   }
 
-  /** Resolves once every message taken in so far is settled. */
+  /**
+   * Resolves once every message taken in so far is settled; once the service stops, also once the
+   * outcomes kept to record again are tried a last time.
+   */
   async idle(): Promise<void> {
     while (this.#conversations.size > 0) await Promise.allSettled([...this.#conversations.values()]);
+    if (this.#context.stopping.aborted) await Promise.allSettled([...this.#keeping]);
   }
 
   /** Counts `work` with the conversations under `key`, so that `idle` waits for it. */
@@ -438,7 +444,7 @@ export class ChannelAnswers {
       if (clock.now() >= until) {
         context.logger.error(
           { channel: name, platformId, claimedBy: holder },
-          `channel "${name}": message "${platformId}" has been held by ${nodeNamed(holder)} for ${CLAIM_WAIT_MS / 60_000} minutes and is still not answered; no longer waited for here`,
+          `channel "${name}": message "${platformId}" has been held by ${nodeNamed(holder)} for ${CLAIM_WAIT_MS / 60_000} minutes and is still not recorded as answered (that node may have answered it and failed to record it); no longer waited for here`,
         );
         return false;
       }
@@ -465,7 +471,8 @@ export class ChannelAnswers {
    * Keeps a message whose reply (or anything) reached the person, but whose outcome the store did
    * not record, from being answered again while this process runs (its claim kept: another node
    * leaves it to this one while it lives); records `outcome` again every {@link RECORD_RETRY_MS},
-   * {@link RECORD_TRIES} times at most, until the service stops.
+   * {@link RECORD_TRIES} times at most, and at once when the service stops (before its claims are
+   * given up, see `idle`); the last time, without its note (the reply the store refuses, likely).
    */
   #keepDelivered(channel: string, platformId: string, outcome: Outcome['tried']): void {
     const { logger, stopping } = this.#context;
@@ -473,25 +480,38 @@ export class ChannelAnswers {
     const id = `${channel}\u0000${platformId}`;
     this.#delivered.add(id);
     if (outcome === undefined) return;
-    void (async () => {
-      let failure: unknown;
-      for (let tries = 0; tries < RECORD_TRIES; tries++) {
-        await clock.sleep(RECORD_RETRY_MS, { signal: stopping }).catch(() => undefined);
-        if (stopping.aborted) return;
-        try {
-          await store.channels.settle(channel, platformId, outcome.status, outcome.note, clock.now());
-          this.#delivered.delete(id);
-          logger.info({ channel, platformId }, `channel "${channel}": recorded message "${platformId}" as ${outcome.status} at last`);
-          return;
-        } catch (error) {
-          failure = error;
-        }
+    let failure: unknown;
+    /** The answer's own try counted. */
+    let tries = 1;
+    const recorded = async (note: string | null): Promise<boolean> => {
+      tries++;
+      try {
+        await store.channels.settle(channel, platformId, outcome.status, note, clock.now());
+      } catch (error) {
+        failure = error;
+        return false;
       }
+      this.#delivered.delete(id);
+      const without = note === outcome.note ? '' : ', without its note (the store refused it)';
+      logger.info({ channel, platformId }, `channel "${channel}": recorded message "${platformId}" as ${outcome.status} at last${without}`);
+      return true;
+    };
+    const kept = (async () => {
+      let done = false;
+      for (let retry = 0; retry < RECORD_TRIES && !done; retry++) {
+        await clock.sleep(RECORD_RETRY_MS, { signal: stopping }).catch(() => undefined);
+        done = await recorded(outcome.note);
+        if (stopping.aborted) break;
+      }
+      if (!done && outcome.note !== null) done = await recorded(null);
+      if (done) return;
       logger.error(
         { err: failure, channel, platformId },
-        `channel "${channel}": could not record message "${platformId}" as ${outcome.status} (tried ${RECORD_TRIES + 1} times); not answered again while this node runs (a restart may answer it again)`,
+        `channel "${channel}": could not record message "${platformId}" as ${outcome.status} (tried ${tries} times); not answered again while this node runs (a restart, or another node once this one stopped, may answer it again)`,
       );
     })();
+    this.#keeping.add(kept);
+    void kept.finally(() => this.#keeping.delete(kept));
   }
 
   /** Gives up this node's claim on a message it did not settle, so that another node takes it up at once; a failure is logged. */

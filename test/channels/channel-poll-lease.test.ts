@@ -137,6 +137,32 @@ async function failSettles(database: string, count: number): Promise<void> {
   );
 }
 
+/**
+ * The database refuses to record a channel message's outcome with a note (as it refuses a reply
+ * holding a NUL character); the outcome without one goes through. Returns how many it refused so far.
+ */
+async function failNotes(database: string): Promise<() => Promise<number>> {
+  await postgres.query(
+    `CREATE SEQUENCE note_failures;
+     CREATE FUNCTION fail_note() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF NEW.status IS DISTINCT FROM OLD.status AND NEW.note IS NOT NULL THEN
+           PERFORM nextval('note_failures');
+           RAISE EXCEPTION 'the store refuses the note';
+         END IF;
+         RETURN NEW;
+       END $$;
+     CREATE TRIGGER fail_note BEFORE UPDATE ON channel_messages FOR EACH ROW EXECUTE FUNCTION fail_note();`,
+    [],
+    database,
+  );
+  return async () => {
+    const { rows } = await postgres.query('SELECT last_value, is_called FROM note_failures', [], database);
+    const row = rows[0] as { last_value: string; is_called: boolean };
+    return row.is_called ? Number(row.last_value) : 0;
+  };
+}
+
 /** B takes the channel over from A, which is slow (renews nothing): A's lease lapses, B's next look takes it. */
 async function takeOver(database: string, b: TestHost): Promise<void> {
   await lapse(database);
@@ -465,6 +491,105 @@ describe('a channel that polls its platform, configured on two nodes of one data
     await waitFor('node B to answer the second message', () => chat().includes('It is noon.'));
     expect(chat()).toEqual(['Hello Ada.', 'It is noon.']);
     expect(logged('node-a', 'delivered the reply')).toHaveLength(1);
+  }, 60_000);
+
+  it("a message whose reply could not be recorded is recorded at its node's clean stop, not answered again by the node that takes the channel over", async () => {
+    const { database, a, b } = await twoNodes();
+    await failSettles(database.name, 1);
+    model.script([{ text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor('node A to fail to record its reply', () => logged('node-a', 'could not record it as answered').length === 1);
+    await a.channels.idle();
+    const [message] = await a.store.channels.recent('tg', 1);
+
+    // A stops before its next try: it tries once more then, and the message is answered for good.
+    await a.channels.stop();
+    await a.channels.idle();
+    expect(await a.store.channels.get('tg', message?.platformId ?? '')).toMatchObject({ status: 'answered', note: 'Hello Ada.' });
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to poll the channel', async () => (await stateOf(b)) === 'connected');
+    await b.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+  }, 60_000);
+
+  it('a message whose reply its stopping node could not record is given up at the stop: the node that takes the channel over answers it at once, not once that node is gone', async () => {
+    const { database, a, b } = await twoNodes();
+    // The answer's record, and the two tries of the stop (with its note, then without), are refused.
+    await failSettles(database.name, 3);
+    model.script([{ text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor('node A to fail to record its reply', () => logged('node-a', 'could not record it as answered').length === 1);
+    await a.channels.idle();
+    const [message] = await a.store.channels.recent('tg', 1);
+    const platformId = message?.platformId ?? '';
+
+    await a.channels.stop();
+    await a.channels.idle();
+    expect(logged('node-a', `could not record message "${platformId}" as answered (tried 3 times)`)).toHaveLength(1);
+    // B, A's heartbeat fresh still, takes the message up at once, and delivers the turn's reply again (as after a restart).
+    await b.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node B to answer the message', async () => (await b.store.channels.get('tg', platformId))?.status === 'answered');
+    expect(leftTo('node-b', platformId, a)).toBe(false);
+    expect(chat()).toEqual(['Hello Ada.', 'Hello Ada.']);
+    expect(model.requests).toHaveLength(1);
+  }, 60_000);
+
+  it('a message whose reply can never be recorded with its note is recorded without it after the last try, so that no node waits on it', async () => {
+    const database = await postgres.createDatabase();
+    const a = await node('node-a', database);
+    await a.kernel.spawn(manifest(`name = "helper"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n`));
+    await a.channels.start();
+    await waitFor('node A to poll the channel', async () => (await stateOf(a)) === 'connected');
+    const refused = await failNotes(database.name);
+    model.script([{ text: 'Hello Ada.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    await waitFor('node A to fail to record its reply', () => logged('node-a', 'could not record it as answered').length === 1);
+    await a.channels.idle();
+    const [message] = await a.store.channels.recent('tg', 1);
+
+    // Its three tries in the background, every RECORD_RETRY_MS, are refused; then it is recorded without its note.
+    for (let retry = 1; retry <= 3; retry++) {
+      await a.clock.advance(RECORD_RETRY_MS);
+      await waitFor(`try ${retry} to be refused`, async () => (await refused()) === 1 + retry);
+    }
+    await waitFor('node A to record it answered', async () => (await a.store.channels.get('tg', message?.platformId ?? ''))?.status === 'answered');
+    expect(await a.store.channels.get('tg', message?.platformId ?? '')).toMatchObject({ status: 'answered', note: null });
+    expect(logged('node-a', 'without its note (the store refused it)')).toHaveLength(1);
+    expect(chat()).toEqual(['Hello Ada.']);
+  }, 60_000);
+
+  it('a message queued behind an answer under way, claimed by its node meanwhile, is given up once the channel no longer runs there: the node that took it over answers it at once', async () => {
+    const { database, a, b } = await twoNodes();
+    let release = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
+    telegram.push(ADA_CHAT, ADA, 'Hi!');
+    telegram.push(ADA_CHAT, ADA, 'What time is it?');
+    await waitFor("node A's model call", () => model.requests.length === 1);
+    const [second, first] = await waitFor('both messages to be stored', async () => {
+      const recent = await a.store.channels.recent('tg', 2);
+      return recent.length === 2 ? recent : undefined;
+    });
+    // A claims the second message while it waits (as when it took it up from a node gone).
+    expect((await a.store.channels.claim('tg', second?.platformId ?? ''))?.held).toBe(true);
+
+    // B takes the channel over and leaves both messages to A; A, at its next renewal, stops polling.
+    await takeOver(database.name, b);
+    await waitFor(
+      'node B to leave both messages to node A',
+      () => leftTo('node-b', first?.platformId ?? '', a) && leftTo('node-b', second?.platformId ?? '', a),
+    );
+    await a.clock.advance((LEASE_SECONDS * 1000) / 3);
+    await waitFor('node A to stand by', async () => (await stateOf(a)) === 'standby');
+
+    // A answers the first; the second's turn comes at A, its channel no longer running there: given up.
+    release();
+    await a.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.']);
+    await b.clock.advance(2_000);
+    await waitFor('node B to answer the second message', () => chat().includes('It is noon.'));
+    await b.channels.idle();
+    expect(chat()).toEqual(['Hello Ada.', 'It is noon.']);
   }, 60_000);
 
   it('a later message of a chat whose earlier message another node is answering is answered meanwhile, not held up behind it', async () => {
