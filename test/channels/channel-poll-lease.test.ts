@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RECORD_RETRY_MS } from '../../src/channels/channel-answers.ts';
+import type { ChannelMessageRecord } from '../../src/contracts/index.ts';
 import { createFakeClock } from '../../src/clock/index.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from '../support/fake-telegram-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -70,6 +71,16 @@ async function node(name: string, database: { name: string; url: string }, polic
   );
   hosts.push(host);
   return host;
+}
+
+/** The one message a node stored, once it is there. */
+async function firstStored(host: TestHost): Promise<ChannelMessageRecord> {
+  const [message] = await waitFor('the message to be stored', async () => {
+    const recent = await host.store.channels.recent('tg', 1);
+    return recent.length === 1 ? recent : undefined;
+  });
+  if (message === undefined) throw new Error('no message stored');
+  return message;
 }
 
 const stateOf = async (host: TestHost): Promise<string | undefined> => (await host.channels.list())[0]?.state;
@@ -203,16 +214,12 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message whose turn is taken over from its node (its lease lapsed while it ran) gets the reply of the node that finished the turn, not an error', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     // Node A's model call is held (a long pause); node B, taking the turn over, is answered at once.
     model.script([{ text: 'Words of a turn node A no longer holds.', gate }, { text: 'Hello Ada.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
-    const [message] = await waitFor('the message to be stored', async () => {
-      const recent = await a.store.channels.recent('tg', 1);
-      return recent.length === 1 ? recent : undefined;
-    });
-    const turnId = await turnOf(database.name, message?.platformId ?? '');
+    const message = await firstStored(a);
+    const turnId = await turnOf(database.name, message.platformId);
     await waitFor("node A's model call", () => model.requests.length === 1);
 
     // A's lease on the turn lapsed: B takes it over (as its look for lapsed turns does) and finishes it.
@@ -227,7 +234,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
     // A asks again, on its clock, by the message's key, and the words it streamed become B's reply.
     release();
     const settled = async (): Promise<string | undefined> => {
-      const status = (await a.store.channels.get('tg', message?.platformId ?? ''))?.status;
+      const status = (await a.store.channels.get('tg', message.platformId))?.status;
       return status === 'received' ? undefined : status;
     };
     await waitFor('node A to wait for the turn (or give the message up)', async () => a.clock.pending() >= 2 || (await settled()) !== undefined);
@@ -239,8 +246,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message the node that polled the channel answers after its lease lapsed (it was slow) is not answered again by the node that took the channel over', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor("node A's model call", () => model.requests.length === 1);
@@ -266,8 +272,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message the node that polled the channel is answering when its lease lapses (slow) gets one reply: the node that took the channel over leaves it to that node', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor("node A's model call", () => model.requests.length === 1);
@@ -302,16 +307,12 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message whose node dies while answering it is answered once by the node that took the channel over', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     // A's model call is held (A dies meanwhile); B, taking its turn over, is answered at once.
     model.script([{ text: 'Words of a node that died.', gate }, { text: 'Hello Ada.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
-    const [message] = await waitFor('the message to be stored', async () => {
-      const recent = await a.store.channels.recent('tg', 1);
-      return recent.length === 1 ? recent : undefined;
-    });
-    const platformId = message?.platformId ?? '';
+    const message = await firstStored(a);
+    const platformId = message.platformId;
     const turnId = await turnOf(database.name, platformId);
     await waitFor("node A's model call", () => model.requests.length === 1);
     await lapse(database.name);
@@ -375,8 +376,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message deleted on the platform while it is answered gets no reply, streamed or delivered', async () => {
     const { a } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor("node A's model call", () => model.requests.length === 1);
@@ -394,8 +394,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message whose answer could not be recorded at once is recorded by its node in the background, not answered again by the node that took the channel over', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor("node A's model call", () => model.requests.length === 1);
@@ -471,8 +470,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message queued behind an answer under way when its node stops cleanly is answered by the node that takes the channel over, not by the stopping node', async () => {
     const { a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     telegram.push(ADA_CHAT, ADA, 'What time is it?');
@@ -560,8 +558,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a message queued behind an answer under way, claimed by its node meanwhile, is given up once the channel no longer runs there: the node that took it over answers it at once', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     telegram.push(ADA_CHAT, ADA, 'What time is it?');
@@ -594,8 +591,7 @@ describe('a channel that polls its platform, configured on two nodes of one data
 
   it('a later message of a chat whose earlier message another node is answering is answered meanwhile, not held up behind it', async () => {
     const { database, a, b } = await twoNodes();
-    let release = (): void => undefined;
-    const gate = new Promise<void>((resolve) => (release = resolve));
+    const { promise: gate, resolve: release } = Promise.withResolvers<void>();
     model.script([{ text: 'Hello Ada.', gate }, { text: 'It is noon.' }]);
     telegram.push(ADA_CHAT, ADA, 'Hi!');
     await waitFor("node A's model call", () => model.requests.length === 1);
