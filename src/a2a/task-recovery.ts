@@ -8,8 +8,8 @@
  */
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, messageOf, StoreError } from '../errors/index.ts';
-import { type Kernel, type KeyedTurn, untilTurnHere } from '../kernel/index.ts';
+import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, LoomError, messageOf, StoreError } from '../errors/index.ts';
+import { type Kernel, type KeyedTurn, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import { agentMessage, approvalMessage, callerOfKey, kernelOfTask, responseArtifact, type TaskKernel, taskTurnKey, textOf } from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
@@ -101,11 +101,16 @@ function worse(kept: Unanswered | undefined, next: Unanswered): Unanswered {
  */
 type Recovered = 'failed' | 'settled' | 'waiting' | 'left' | Unanswered;
 
-/** A task the recovery meets, and how many times it was asked for again. */
+/**
+ * A task the recovery meets, and how many times it was asked for again; `unwatch` stops the watch of
+ * a round on it (see {@link UnansweredTasks.add}) as its end is written (the recovery's own cancel is
+ * not a client's).
+ */
 interface Met {
   task: Task;
   agent: string;
   tries: number;
+  unwatch?: (() => void) | undefined;
 }
 
 /**
@@ -134,13 +139,13 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
   const { task, agent } = met;
   const turn = await turnOf(parts, task, agent);
   if (turn === undefined) {
-    await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT });
+    await settle(parts, task, agent, { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT }, met.unwatch);
     return 'failed';
   }
   if (turn.state === 'done') {
-    const outcome = await outcomeOf(parts, () => turn.result(), false);
+    const outcome = await outcomeOf(parts, () => turn.result());
     if (!('state' in outcome)) return later.add(task, agent, met.tries, outcome);
-    await settle(parts, task, agent, outcome);
+    await settle(parts, task, agent, outcome, met.unwatch);
     return 'settled';
   }
   // Running, not here: only another node may run it, or take it over once its lease lapses.
@@ -154,19 +159,12 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
     parts.notifier?.notifyStored(agent, saved);
     turn.cancel(CANCELED_BY);
   });
-  void showApprovals(parts, task, agent, turn).catch((error: unknown) =>
-    logger.warn({ err: error, taskId: task.id, agent }, 'could not show an A2A task waiting for an approval of its resumed turn'),
-  );
-  const result = (): Promise<TurnResult> => {
-    if (canceled) turn.cancel(CANCELED_BY);
-    return turn.result();
-  };
-  void outcomeOf(parts, result, elsewhere)
+  void endOf(parts, task, agent, turn, () => canceled)
     .then((outcome) => {
-      // Watched no longer: the task's own end (canceled with its turn) is not a client's cancel.
-      unwatch();
       if (parts.closing.aborted) return undefined;
-      if ('state' in outcome) return settle(parts, task, agent, outcome);
+      // Watched no longer once its end is written: the task's own end (canceled with its turn) is not a client's cancel.
+      if ('state' in outcome) return settle(parts, task, agent, outcome, unwatch);
+      unwatch();
       // Told of in the next round's line; the try count goes on (TASK_RECOVERY_ATTEMPTS in all).
       later.add(task, agent, met.tries, outcome, canceled);
       return undefined;
@@ -178,6 +176,52 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
     })
     .finally(unwatch);
   return 'waiting';
+}
+
+/**
+ * The outcome of the task of `found`, a running turn, once it ends. A turn not here (running on
+ * another node, or to be taken over once its lease lapses, this node included) is looked up again
+ * every 2 s until it runs here or has ended (10 minutes at most: then unanswered). While it runs
+ * here, the task shows its approvals; a task its client canceled (`canceled`) before has its turn
+ * canceled then, asked again until it is or it ends.
+ */
+async function endOf(parts: TaskRecoveryParts, task: Task, agent: string, found: KeyedTurn, canceled: () => boolean): Promise<TaskOutcome | Unanswered> {
+  const { clock, closing, logger } = parts;
+  let turn: KeyedTurn | undefined = found;
+  if (!found.here && clock !== undefined) {
+    try {
+      turn = await untilTurnHere(() => hereOrEnded(parts, task, agent), clock, closing);
+    } catch (error) {
+      if (closing.aborted || error instanceof StoreError) return { error, store: true };
+      if (isLoomError(error) && error.code === 'TURN_RUNNING') return { error, store: false };
+      throw error;
+    }
+  }
+  if (turn === undefined) return { state: TaskState.TASK_STATE_FAILED, text: INTERRUPTED_TASK_TEXT };
+  const here = turn;
+  if (here.state === 'running') {
+    void showApprovals(parts, task, agent, here).catch((error: unknown) =>
+      logger.warn({ err: error, taskId: task.id, agent }, 'could not show an A2A task waiting for an approval of its resumed turn'),
+    );
+  }
+  let ended = false;
+  const outcome = outcomeOf(parts, () => here.result()).finally(() => (ended = true));
+  while (here.state === 'running' && canceled() && !ended && !here.cancel(CANCELED_BY) && clock !== undefined && !closing.aborted) {
+    const waited = new AbortController();
+    await Promise.race([outcome, clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: AbortSignal.any([waited.signal, closing]) }).catch(() => undefined)]);
+    waited.abort();
+  }
+  return outcome;
+}
+
+/**
+ * The task's turn once it runs here or has ended, or undefined when none is found (see {@link turnOf}).
+ * @throws `TURN_RUNNING` while it runs, not here (see `untilTurnHere`).
+ */
+async function hereOrEnded(parts: TaskRecoveryParts, task: Task, agent: string): Promise<KeyedTurn | undefined> {
+  const turn = await turnOf(parts, task, agent);
+  if (turn?.state === 'running' && !turn.here) throw new LoomError('TURN_RUNNING', 'user', `the turn of the A2A task ${task.id} runs, not on this node`);
+  return turn;
 }
 
 /** A task waiting for the next round: `canceled` when its client canceled it and its turn is to be canceled once here. */
@@ -201,7 +245,7 @@ class UnansweredTasks {
   /** Whether the rounds run (until no task waits). */
   #running = false;
   /** The tasks given up in the round under way (logged together at its end). */
-  #gaveUp: string[] | undefined;
+  #gaveUp: GaveUp[] | undefined;
 
   constructor(parts: TaskRecoveryParts) {
     this.#parts = parts;
@@ -214,14 +258,15 @@ class UnansweredTasks {
   add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled = false): Unanswered {
     const { clock, closing, logger, store } = this.#parts;
     const earlier = this.#waiting.get(task.id);
+    const cancel = canceled || earlier?.canceled === true;
     if (clock === undefined || closing.aborted || tries >= TASK_RECOVERY_ATTEMPTS) {
       earlier?.unwatch();
       if (clock === undefined || closing.aborted) return why;
-      if (this.#gaveUp !== undefined) this.#gaveUp.push(task.id);
-      else logger.error({ err: why.error, taskId: task.id, agent, tries }, `${GAVE_UP}: the task is left unfinished for the next start`);
+      if (this.#gaveUp !== undefined) this.#gaveUp.push({ taskId: task.id, canceled: cancel });
+      else this.#tellGaveUp([{ taskId: task.id, canceled: cancel }], why.error, { agent, tries });
       return why;
     }
-    const waiting: Waiting = { task, agent, tries, canceled: canceled || earlier?.canceled === true, unwatch: () => undefined };
+    const waiting: Waiting = { task, agent, tries, canceled: cancel, unwatch: () => undefined };
     // Its client may cancel it while it waits here: its turn is canceled then, if it runs here, else in a later round.
     const stop = store.onCanceled(task.id, (saved) => {
       waiting.canceled = true;
@@ -247,6 +292,19 @@ class UnansweredTasks {
   /** Logs, once, the tasks the start could not settle (`why`: the store's failure, else a turn not here). */
   told(why: Unanswered | undefined): void {
     if (why !== undefined && this.#waiting.size > 0) this.#log(why.store ? 'error' : 'info', why, this.#waiting.size);
+  }
+
+  /** Logs the tasks given up (`err`: why the last try failed), one line for those left unfinished, one for those canceled. */
+  #tellGaveUp(gaveUp: GaveUp[], err: unknown, bindings: Record<string, unknown> = {}): void {
+    for (const canceled of [false, true]) {
+      const taskIds = gaveUp.filter((given) => given.canceled === canceled).map((given) => given.taskId);
+      if (taskIds.length === 0) continue;
+      const one = taskIds.length === 1;
+      const why = canceled
+        ? `${GAVE_UP_CANCELED}: ${one ? 'the task is canceled; its turn was' : 'the tasks are canceled; their turns were'} not found here to stop`
+        : `${GAVE_UP}: ${one ? 'the task is' : 'the tasks are'} left unfinished for the next start`;
+      this.#parts.logger.error({ err, ...bindings, tasks: taskIds.length, taskIds: taskIds.slice(0, 10) }, why);
+    }
   }
 
   #log(level: 'error' | 'warn' | 'info', why: Unanswered, asked: number): void {
@@ -276,7 +334,7 @@ class UnansweredTasks {
   }
 
   async #rounds(): Promise<void> {
-    const { clock, closing, logger } = this.#parts;
+    const { clock, closing } = this.#parts;
     while (clock !== undefined && this.#waiting.size > 0) {
       try {
         await clock.sleep(TASK_RECOVERY_RETRY_MS, { signal: closing });
@@ -284,35 +342,34 @@ class UnansweredTasks {
         for (const waiting of [...this.#waiting.values()]) waiting.unwatch();
         return; // closing
       }
-      const gaveUp: string[] = [];
+      const gaveUp: GaveUp[] = [];
       this.#gaveUp = gaveUp;
       let asked = 0;
       let failed: Unanswered | undefined;
-      for (const waiting of [...this.#waiting.values()]) {
-        if (closing.aborted) break;
-        const met = { task: waiting.task, agent: waiting.agent, tries: waiting.tries + 1 };
-        // Out of reach: the rest wait for the next round where they are (this one counted).
-        if (failed?.store === true) {
-          waiting.tries = met.tries;
-          if (met.tries < TASK_RECOVERY_ATTEMPTS) continue;
-          waiting.unwatch();
-          gaveUp.push(met.task.id);
-          continue;
+      try {
+        for (const waiting of [...this.#waiting.values()]) {
+          if (closing.aborted) break;
+          const met = { task: waiting.task, agent: waiting.agent, tries: waiting.tries + 1 };
+          // Out of reach: the rest wait for the next round where they are (this one counted).
+          if (failed?.store === true) {
+            waiting.tries = met.tries;
+            if (met.tries < TASK_RECOVERY_ATTEMPTS) continue;
+            waiting.unwatch();
+            gaveUp.push({ taskId: met.task.id, canceled: waiting.canceled });
+            continue;
+          }
+          asked += 1;
+          const recovered = await this.#meet(waiting, met);
+          if (typeof recovered === 'object') failed = worse(failed, recovered);
+          // Met (its own watcher, if any, registered): watched here no longer, unless canceled meanwhile.
+          else if (!waiting.canceled) waiting.unwatch();
         }
-        asked += 1;
-        const recovered = await this.#meet(waiting, met);
-        if (typeof recovered === 'object') failed = worse(failed, recovered);
-        // Met (its own watcher, if any, registered): watched here no longer, unless canceled meanwhile.
-        else if (!waiting.canceled) waiting.unwatch();
+      } finally {
+        this.#gaveUp = undefined;
       }
-      this.#gaveUp = undefined;
-      if (gaveUp.length > 0) {
-        logger.error(
-          { err: failed?.error, tasks: gaveUp.length, taskIds: gaveUp.slice(0, 10) },
-          `${GAVE_UP}: the tasks are left unfinished for the next start`,
-        );
-      }
-      if (failed !== undefined && this.#waiting.size > 0) this.#log(failed.store ? 'warn' : 'info', failed, asked);
+      if (gaveUp.length > 0) this.#tellGaveUp(gaveUp, failed?.error);
+      // Stopping: nothing is asked again.
+      if (failed !== undefined && this.#waiting.size > 0 && !closing.aborted) this.#log(failed.store ? 'warn' : 'info', failed, asked);
     }
   }
 
@@ -329,7 +386,7 @@ class UnansweredTasks {
       if (task === undefined) return 'left';
       // Canceled elsewhere, or by a client before it was watched: its turn is canceled too.
       if (task.status?.state !== TaskState.TASK_STATE_CANCELED) {
-        return isTerminalState(task.status?.state) ? 'settled' : recoverTask(this.#parts, this, { ...met, task });
+        return isTerminalState(task.status?.state) ? 'settled' : recoverTask(this.#parts, this, { ...met, task, unwatch: waiting.unwatch });
       }
     }
     try {
@@ -338,15 +395,29 @@ class UnansweredTasks {
         return 'settled';
       }
     } catch (error) {
-      if (!(error instanceof StoreError)) throw error;
-      return this.add(met.task, met.agent, met.tries, { error, store: true }, true);
+      if (error instanceof StoreError) return this.add(met.task, met.agent, met.tries, { error, store: true }, true);
+      // As `recoverTask` leaves a task it could not settle: asked for no more.
+      waiting.unwatch();
+      this.#parts.logger.error(
+        { err: error, taskId: met.task.id, agent: met.agent },
+        'could not stop the turn of a canceled A2A task the previous daemon left unfinished; its turn is left as it is',
+      );
+      return 'left';
     }
     return this.add(met.task, met.agent, met.tries, NOT_HERE, true);
   }
 }
 
+/** A task the rounds no longer ask for: `canceled` when its client canceled it, its turn to be canceled once here. */
+interface GaveUp {
+  taskId: string;
+  canceled: boolean;
+}
+
 /** The start of the line logged when a task is no longer asked for. */
 const GAVE_UP = `gave up asking what became of the turn of an unfinished A2A task after ${TASK_RECOVERY_ATTEMPTS} tries`;
+/** The start of the line logged when the turn of a canceled task is no longer looked for. */
+const GAVE_UP_CANCELED = `gave up looking for the turn of a canceled A2A task to stop after ${TASK_RECOVERY_ATTEMPTS} tries`;
 
 /**
  * Shows the task as a live one is shown while its resumed turn runs here: `input-required`, with
@@ -437,16 +508,14 @@ interface TaskOutcome {
 }
 
 /**
- * The outcome of the task of a turn (`ask`: its result), once the turn ends (asked again every 2 s while it runs on
- * another node, when `elsewhere`); unanswered when the store could not say, the turn does not run
- * here (nor, after 10 minutes, ended elsewhere), or the server closes meanwhile: the task is asked
- * for again later, or left unfinished for the next start.
+ * The outcome of the task of a turn (`ask`: its result), once the turn ends; unanswered when the
+ * store could not say, the turn does not run here (its lease lapsed: taken over), or the server
+ * closes meanwhile: the task is asked for again later, or left unfinished for the next start.
  */
-async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult>, elsewhere: boolean): Promise<TaskOutcome | Unanswered> {
-  const { clock } = parts;
+async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult>): Promise<TaskOutcome | Unanswered> {
   let result: TurnResult;
   try {
-    result = clock === undefined || !elsewhere ? await ask() : await untilTurnHere(ask, clock, parts.closing);
+    result = await ask();
   } catch (error) {
     if (parts.closing.aborted || error instanceof StoreError) return { error, store: true };
     // Not ended, not here: a turn only a lapsed lease gives to a node, or one still running elsewhere.
@@ -460,11 +529,14 @@ async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult
 /**
  * Gives the task `outcome` as the executor would have (a completed task's reply as its `response`
  * artifact too), unless it ended meanwhile (its client canceled it, even between this load and
- * save: see `BoundedTaskStore.update`) or the server closed; then tells its webhooks.
+ * save: see `BoundedTaskStore.update`) or the server closed; then tells its webhooks. `unwatch`
+ * stops the watch for its client's cancel in the write itself: a cancel saved before is told of by
+ * that watch, this end only here.
  */
-async function settle(parts: TaskRecoveryParts, stored: Task, agent: string, outcome: TaskOutcome): Promise<void> {
+async function settle(parts: TaskRecoveryParts, stored: Task, agent: string, outcome: TaskOutcome, unwatch?: () => void): Promise<void> {
   if (parts.closing.aborted) return;
   const settled = await parts.store.update(stored.id, (task) => {
+    unwatch?.();
     const message: Message = agentMessage(task.id, task.contextId, outcome.text);
     task.status = { state: outcome.state, message, timestamp: new Date(parts.now()).toISOString() };
     task.history = [...task.history, message];

@@ -41,4 +41,4 @@ export type { Wake, WakeRuns } from './wake-runs.ts';
 export { dayOf } from './daily-budget.ts';
 export { runScheduleCheck } from './schedule-check.ts';
 export type { Day } from './daily-budget.ts';
-export { TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from './turn-elsewhere.ts';
+export { TURN_ELSEWHERE_RETRY_MS, TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from './turn-elsewhere.ts';

@@ -8,9 +8,10 @@ import { type Task, TaskState } from '@a2a-js/sdk';
 import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { LoomError, StoreError } from '../../src/errors/index.ts';
+import { LoomError, StoreError, TurnCancelledError } from '../../src/errors/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
+import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
+import type { EventRecord } from '../../src/contracts/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
 import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
@@ -60,14 +61,19 @@ async function listen(a2a: A2aServer): Promise<string> {
 }
 
 /** A turn the journal holds running, for a kernel that finds it (see {@link findingTurns}). */
-function runningTurn(options: { here: () => boolean; result?: () => Promise<TurnResult>; cancel?: () => void }): KeyedTurn {
+function runningTurn(options: {
+  here: () => boolean;
+  result?: () => Promise<TurnResult>;
+  follow?: () => AsyncIterable<AgentEvent>;
+  cancel?: () => void;
+}): KeyedTurn {
   return {
     state: 'running',
     get here() {
       return options.here();
     },
     result: options.result ?? (() => new Promise<never>(() => undefined)),
-    follow: async function* () {},
+    follow: options.follow ?? async function* () {},
     cancel: () => {
       if (!options.here()) return false;
       options.cancel?.();
@@ -89,6 +95,16 @@ function findingTurns(kernel: Kernel, keyedTurn: (key: string) => Promise<KeyedT
     },
   });
 }
+
+/** A tool call's request for a human's approval, as a turn emits it. */
+const approvalRequest = (approvalId: string): AgentEvent => ({
+  type: 'approval-request',
+  approvalId,
+  toolCallId: `call-${approvalId}`,
+  toolName: 'shell',
+  input: {},
+  expiresAt: '2026-01-01T01:00:00.000Z',
+});
 
 const TURN_RUNNING = (): LoomError => new LoomError('TURN_RUNNING', 'user', 'the turn is still running on another node; retry later');
 const RESULT: TurnResult = { text: 'Done, elsewhere.', usage: { inputTokens: 1, outputTokens: 1 }, iterations: 1, costUsd: 0, model: 'openai/gpt-4o' };
@@ -259,6 +275,129 @@ describe('the recovery of unfinished A2A tasks', () => {
     expect(logger.entries.filter((entry) => entry.level === 'error' || entry.level === 'warn')).toEqual([]);
   });
 
+  it('shows the approval a turn taken over after the start asks for (PostgreSQL): the task is input-required', async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    let takenOver = false;
+    const turn = runningTurn({
+      here: () => takenOver,
+      result: () => (takenOver ? new Promise<never>(() => undefined) : Promise.reject(TURN_RUNNING())),
+      // Its events while it runs here: it asks for an approval, then waits.
+      follow: async function* () {
+        if (!takenOver) return;
+        yield approvalRequest('first');
+        await new Promise<never>(() => undefined);
+      },
+    });
+    const asleep = clock.pending();
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => Promise.resolve(turn)),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger: createRecordingLogger(),
+      now: () => clock.now(),
+      clock,
+      leasesTurns: true,
+    });
+    await waitFor('the recovery to wait on the clock', () => clock.pending() > asleep);
+    takenOver = true;
+    await clock.advance(2000);
+    const shown = await waitFor('the task to be input-required', async () => {
+      const record = await harness.repository.get(tasks[0]?.id ?? '');
+      return record?.state === 'TASK_STATE_INPUT_REQUIRED' ? record : undefined;
+    });
+    expect(JSON.stringify(shown.task)).toContain('approval first');
+  });
+
+  it("cancels the turn of a task its client canceled before the turn was taken over (PostgreSQL), the takeover landing as the turn's journal is read", async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    let takenOver = false;
+    // Once the client canceled, the takeover lands at the next read of the turn's journal (its look-up, or its result's).
+    let landing = false;
+    const read = (): void => {
+      if (landing) takenOver = true;
+    };
+    let turnCanceled = 0;
+    const turn = runningTurn({
+      here: () => takenOver,
+      result: () => {
+        read();
+        return takenOver ? new Promise<never>(() => undefined) : Promise.reject(TURN_RUNNING());
+      },
+      cancel: () => (turnCanceled += 1),
+    });
+    const asleep = clock.pending();
+    server = createA2aServer({
+      kernel: findingTurns(kernel, () => {
+        read();
+        return Promise.resolve(turn);
+      }),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger: createRecordingLogger(),
+      now: () => clock.now(),
+      clock,
+      leasesTurns: true,
+    });
+    await waitFor('the recovery to wait on the clock', () => clock.pending() > asleep);
+    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    const canceled = await client.cancelTask({ tenant: '', id: tasks[0]?.id ?? '', metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(turnCanceled).toBe(0);
+    landing = true;
+    await clock.advance(2000);
+    await waitFor("the task's turn to be canceled", () => turnCanceled === 1);
+  });
+
+  it("tells a task's webhooks once that it canceled when a round finds its turn canceled", async () => {
+    const { harness, tasks } = await workingTasks('Think about this');
+    const { kernel, clock } = harness.host;
+    const id = tasks[0]?.id ?? '';
+    // Running, not here, at start (no other node); canceled by the next round.
+    let lookups = 0;
+    const canceledTurn: KeyedTurn = {
+      state: 'done',
+      here: false,
+      result: () => Promise.reject(new TurnCancelledError('the turn was cancelled by its owner')),
+      follow: async function* () {},
+      cancel: () => false,
+    };
+    const finding = (): Promise<KeyedTurn> =>
+      Promise.resolve((lookups += 1) === 1 ? runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) }) : canceledTurn);
+    // The task's webhook: a loopback address, refused at each delivery, which records each.
+    const configs = new InMemoryA2aPushConfigRepository();
+    await configs.put({
+      taskId: id,
+      id: 'c1',
+      url: 'http://127.0.0.1:9/hook',
+      token: null,
+      authentication: null,
+      wireVersion: '1.0',
+      createdBy: 'local',
+      createdAt: 0,
+    });
+    const records: Omit<EventRecord, 'seq'>[] = [];
+    const logger = createRecordingLogger();
+    const told = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, finding),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+      push: { repository: configs, clock, record: (event) => Promise.resolve(void records.push(event)) },
+    });
+    await told;
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor('the task to be canceled', async () => (await harness.repository.get(id))?.state === 'TASK_STATE_CANCELED');
+    await waitFor('the webhook to be told', () => records.length > 0);
+    // Every delivery taken is done.
+    await server.drain();
+    expect(records.filter((record) => record.data['state'] === 'TASK_STATE_CANCELED')).toHaveLength(1);
+  });
+
   it("shows a resumed turn's approval once a write of the task failed: the next change is written", async () => {
     const { harness, tasks } = await workingTasks('Think about this');
     const { kernel, clock } = harness.host;
@@ -302,18 +441,10 @@ describe('the recovery of unfinished A2A tasks', () => {
       now: () => clock.now(),
       clock,
     });
-    const asked = (approvalId: string): AgentEvent => ({
-      type: 'approval-request',
-      approvalId,
-      toolCallId: `call-${approvalId}`,
-      toolName: 'shell',
-      input: {},
-      expiresAt: '2026-01-01T01:00:00.000Z',
-    });
-    emit(asked('first'));
+    emit(approvalRequest('first'));
     expect((await failed).message).toMatch(/could not show an A2A task waiting for an approval/);
     expect((await harness.repository.get(id))?.state).toBe('TASK_STATE_WORKING');
-    emit(asked('second'));
+    emit(approvalRequest('second'));
     const shown = await waitFor('the task to be input-required', async () => {
       const record = await harness.repository.get(id);
       return record?.state === 'TASK_STATE_INPUT_REQUIRED' ? record : undefined;
