@@ -102,8 +102,6 @@ export interface TaskKernel {
   stream(agent: string, text: string, options: Pick<SendOptions, 'signal' | 'door' | 'idempotencyKey'>): AsyncIterable<LoomEvent>;
   /** The turn the task's message with `key` started (see `Kernel.keyedTurn`). */
   keyedTurn(agent: string, key: string): Promise<KeyedTurn | undefined>;
-  /** Cancels the turn running in the task's conversation, as its client canceled the task. */
-  cancelTurn(agent: string): Promise<unknown>;
 }
 
 /**
@@ -118,13 +116,11 @@ export function kernelOfTask(kernel: Kernel, caller: Caller, contextId: string):
     return {
       stream: (agent, text, options) => face.stream(agent, text, { thread, ...options }),
       keyedTurn: (agent, key) => face.keyedTurn(agent, key, { thread }),
-      cancelTurn: (agent) => face.cancelTurn(agent, { thread }),
     };
   }
   return {
     stream: (agent, text, options) => kernel.stream(agent, text, { caller, conversation: thread, ...options }),
     keyedTurn: (agent, key) => kernel.keyedTurn(agent, key, { caller, conversation: thread }),
-    cancelTurn: (agent) => kernel.cancelTurn(agent, { caller, by: 'the client of its A2A task', conversation: thread }),
   };
 }
 

@@ -117,17 +117,22 @@ export class PushNotifier {
   }
 
   /**
-   * The daemon's stop, before the store closes: the deliveries taken so far go on for `ms` at most
-   * on the clock, each with the POSTs it has in flight and none retried (a retry waiting is not
-   * waited for: the delivery fails, recorded so), then it stops (see {@link close}). A task's
-   * webhook is told of the task's end before the daemon stops; a delivery cut short is not retried
-   * (a task still running is given its end at the next start, and its webhooks told then).
+   * The daemon's stop, before the store closes: the deliveries taken so far, and those taken while
+   * it waits (a task that ends meanwhile), go on for `ms` at most on the clock, each with the POSTs
+   * it has in flight and none retried (a retry waiting is not waited for: the delivery fails,
+   * recorded so), then it stops (see {@link close}). A task's webhook is told of the task's end
+   * before the daemon stops; a delivery cut short is not retried (a task still running is given its
+   * end at the next start, and its webhooks told then).
    */
   async drain(ms = PUSH_DRAIN_MS): Promise<void> {
     this.#retries.abort();
     const waited = new AbortController();
-    const timeUp = this.#options.clock.sleep(ms, { signal: waited.signal }).catch(() => undefined);
-    await Promise.race([Promise.allSettled([...this.#pending]), timeUp]);
+    let timedOut = false;
+    const timeUp = this.#options.clock
+      .sleep(ms, { signal: waited.signal })
+      .then(() => (timedOut = true))
+      .catch(() => undefined);
+    while (this.#pending.size > 0 && !timedOut) await Promise.race([Promise.allSettled([...this.#pending]), timeUp]);
     waited.abort();
     this.close();
   }

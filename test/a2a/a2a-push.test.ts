@@ -444,6 +444,15 @@ describe("push at the daemon's stop", () => {
     expect(records.map((record) => record.type)).toEqual(['a2a-push-deliver']);
   });
 
+  it('tells the webhook of a task that ends while the drain waits for the deliveries taken before it', async () => {
+    const { notifier: push } = await notifier();
+    push.notifyStored('helper', Task.fromJSON({ id: 't1', contextId: 'ctx', status: { state: 'TASK_STATE_WORKING' }, history: [], artifacts: [] }));
+    const draining = push.drain();
+    push.notifyStored('helper', completed);
+    await draining;
+    expect(states(receiver.received)).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+  });
+
   it("waits for no retry at the drain: a webhook that failed is not asked again, and the failure is recorded (the clock's backoff not waited for)", async () => {
     const { notifier: push, records } = await notifier();
     receiver.answer(503);
