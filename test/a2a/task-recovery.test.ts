@@ -398,6 +398,67 @@ describe('the recovery of unfinished A2A tasks', () => {
     expect(records.filter((record) => record.data['state'] === 'TASK_STATE_CANCELED')).toHaveLength(1);
   });
 
+  it('leaves a canceled task whose turn cannot be canceled for an unexpected failure, logged once, and goes on with the tasks after it', async () => {
+    const { harness, tasks } = await workingTasks('one', 'two');
+    const { kernel, clock } = harness.host;
+    const [broken, fine] = [tasks[0]?.id ?? '', tasks[1]?.id ?? ''];
+    let brokenLookups = 0;
+    let fineLookups = 0;
+    // At start, both turns run, not here (no other node); then the first's look-up fails unexpectedly, the second's turn has ended.
+    const finding = (key: string): Promise<KeyedTurn> => {
+      if (key.includes(broken) && (brokenLookups += 1) > 1) return Promise.reject(new Error('the journal holds a record it cannot read'));
+      if (key.includes(fine) && (fineLookups += 1) > 1)
+        return Promise.resolve({ ...runningTurn({ here: () => false }), state: 'done', result: () => Promise.resolve(RESULT) });
+      return Promise.resolve(runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) }));
+    };
+    const logger = createRecordingLogger();
+    const told = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, finding),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    await told;
+    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    expect((await client.cancelTask({ tenant: '', id: broken, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    for (let round = 1; round <= 3; round += 1) await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor('the second task to be completed', async () => (await harness.repository.get(fine))?.state === 'TASK_STATE_COMPLETED');
+    // Its watch's look-up at the cancel, and one in the first round: then it is left.
+    expect(brokenLookups).toBe(3);
+    const errors = logger.entries.filter((entry) => entry.level === 'error');
+    expect(errors.map((entry) => entry.message)).toEqual([expect.stringMatching(/could not stop the turn of a canceled A2A task/)]);
+  });
+
+  it('logs no next round when the server closes during a round', async () => {
+    const { harness } = await workingTasks('one', 'two');
+    const { kernel, clock } = harness.host;
+    let lookups = 0;
+    // Not here at start (no other node); the server closes at the first look-up of a round.
+    const finding = (): Promise<KeyedTurn> => {
+      if ((lookups += 1) === 3) server?.close();
+      return Promise.resolve(runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) }));
+    };
+    const logger = createRecordingLogger();
+    const told = logger.next('info');
+    server = createA2aServer({
+      kernel: findingTurns(kernel, finding),
+      config: ConfigSchema.parse({}),
+      repository: harness.repository,
+      logger,
+      now: () => clock.now(),
+      clock,
+    });
+    await told;
+    await clock.advance(TASK_RECOVERY_RETRY_MS);
+    await waitFor('the round to look a turn up', () => lookups === 3);
+    await nextTurn();
+    await nextTurn();
+    expect(logger.entries.filter((entry) => /asked again/.test(entry.message ?? ''))).toHaveLength(1);
+  });
+
   it("shows a resumed turn's approval once a write of the task failed: the next change is written", async () => {
     const { harness, tasks } = await workingTasks('Think about this');
     const { kernel, clock } = harness.host;
