@@ -13,6 +13,7 @@ import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
 import { type Caller, callerOf, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, reachesAgent, refusalOf, type SendOptions } from '../kernel/index.ts';
 import type { Logger } from '../contracts/index.ts';
+import { isLoomError } from '../errors/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -68,6 +69,15 @@ export function callerOfKey(key: string): Caller | undefined {
 /** The task's `response` artifact holding `text`: the agent's reply, streamed into it or given whole. */
 export function responseArtifact(taskId: string, text: string): Artifact {
   return { artifactId: `${taskId}-response`, name: 'response', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] };
+}
+
+/**
+ * What a task says when its turn was cancelled by Loom (the daemon shutting down, its agent killed or
+ * suspended), not by its client: the same whether the executor saw the turn end or a later start read
+ * its end from the journal.
+ */
+export function turnCanceledText(reason: string): string {
+  return `The task was canceled: ${reason}`;
 }
 
 /** Past this length a client's id (a message's, a context's) goes into a key as its SHA-256 (keys are indexed: a few KB at most). */
@@ -363,6 +373,9 @@ export class LoomAgentExecutor implements AgentExecutor {
             break;
           case 'error':
             if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
+            // A turn Loom stopped (its agent killed or suspended, the daemon shutting down) ends canceled, as its journal records it.
+            else if (event.code === 'TURN_CANCELLED' || event.code === 'AGENT_STATE')
+              status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, turnCanceledText(event.message)));
             else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, `${event.code}: ${event.message}`));
             break;
           default:
@@ -374,6 +387,8 @@ export class LoomAgentExecutor implements AgentExecutor {
     } catch (error) {
       this.#logger.warn({ err: error, taskId, agent: this.#agent }, 'A2A task failed');
       if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
+      else if (isLoomError(error) && error.code === 'TURN_CANCELLED')
+        status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, turnCanceledText(error.message)));
       else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, error instanceof Error ? error.message : String(error)));
     } finally {
       this.#running.delete(taskId);

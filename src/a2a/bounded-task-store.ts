@@ -51,7 +51,8 @@ export class BoundedTaskStore implements TaskStore {
   /**
    * The unfinished tasks this process wrote, as it last wrote them, the last written last: what a
    * read answers once the store closed (see `stopping`). At most `maxTasks` (the oldest forgotten
-   * first); a task is forgotten at any save of its end, dropped or failed too.
+   * first); a task is forgotten at any save of its end, dropped or failed too, unless the daemon
+   * stops (then the tasks it ends are kept, for the reads that come after the store closed).
    */
   readonly #written = new Map<string, A2aTaskRecord['task']>();
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
@@ -158,7 +159,9 @@ export class BoundedTaskStore implements TaskStore {
       updatedAt: now,
     };
     await this.#repository.put(record);
-    if (record.finished) this.#written.delete(task.id);
+    // Once the daemon stops, an ended task is kept too: a request still open reads it back after the
+    // store closed (the legacy tasks/send, its end saved just before).
+    if (record.finished && this.#stopping?.aborted !== true) this.#written.delete(task.id);
     else this.#remember(task.id, record.task);
     if (state === TaskState.TASK_STATE_CANCELED) {
       const cancel = this.#cancelers.get(task.id);

@@ -11,7 +11,17 @@ import type { Clock, Logger } from '../contracts/index.ts';
 import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, LoomError, messageOf, StoreError } from '../errors/index.ts';
 import { type Kernel, type KeyedTurn, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
-import { agentMessage, approvalMessage, callerOfKey, kernelOfTask, responseArtifact, type TaskKernel, taskTurnKey, textOf } from './agent-executor.ts';
+import {
+  agentMessage,
+  approvalMessage,
+  callerOfKey,
+  kernelOfTask,
+  responseArtifact,
+  type TaskKernel,
+  taskTurnKey,
+  textOf,
+  turnCanceledText,
+} from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
 import type { PushNotifier } from './push-notifier.ts';
 
@@ -520,7 +530,7 @@ async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult
     if (parts.closing.aborted || error instanceof StoreError) return { error, store: true };
     // Not ended, not here: a turn only a lapsed lease gives to a node, or one still running elsewhere.
     if (isLoomError(error) && (error.code === 'TURN_RUNNING' || error.code === 'TURN_TAKEN_OVER')) return { error, store: false };
-    if (isLoomError(error) && error.code === 'TURN_CANCELLED') return { state: TaskState.TASK_STATE_CANCELED, text: `The task was canceled: ${error.message}` };
+    if (isLoomError(error) && error.code === 'TURN_CANCELLED') return { state: TaskState.TASK_STATE_CANCELED, text: turnCanceledText(error.message) };
     return { state: TaskState.TASK_STATE_FAILED, text: isLoomError(error) ? `${error.code}: ${error.message}` : messageOf(error) };
   }
   return { state: TaskState.TASK_STATE_COMPLETED, text: result.text };
