@@ -12,7 +12,7 @@ import {
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
 import { type Caller, callerOf, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, reachesAgent, refusalOf, type SendOptions } from '../kernel/index.ts';
-import type { Logger } from '../contracts/index.ts';
+import type { JsonObject, Logger } from '../contracts/index.ts';
 import { isLoomError } from '../errors/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
 
@@ -72,10 +72,16 @@ export function responseArtifact(taskId: string, text: string): Artifact {
 }
 
 /**
- * What a task says when its turn was cancelled by Loom (the daemon shutting down, its agent killed or
- * suspended), not by its client: the same whether the executor saw the turn end or a later start read
- * its end from the journal.
+ * Whether a task's turn ended cancelled rather than failed: cancelled by someone else than the
+ * task's client (`TURN_CANCELLED`, as the journal keeps it too), or stopped by Loom mid-way (the
+ * daemon shutting down, its agent killed or suspended: `AGENT_STATE` with `stopped` in its details).
+ * A message refused at admission (an agent suspended before it came: `AGENT_STATE` alone) is not.
  */
+export function turnWasCanceled(code: string, details: JsonObject | undefined): boolean {
+  return code === 'TURN_CANCELLED' || (code === 'AGENT_STATE' && details?.['stopped'] !== undefined);
+}
+
+/** What a task says when its turn was cancelled (see {@link turnWasCanceled}): the same whether the executor saw it end or a later start read its end from the journal. */
 export function turnCanceledText(reason: string): string {
   return `The task was canceled: ${reason}`;
 }
@@ -373,8 +379,7 @@ export class LoomAgentExecutor implements AgentExecutor {
             break;
           case 'error':
             if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
-            // A turn Loom stopped (its agent killed or suspended, the daemon shutting down) ends canceled, as its journal records it.
-            else if (event.code === 'TURN_CANCELLED' || event.code === 'AGENT_STATE')
+            else if (turnWasCanceled(event.code, event.details))
               status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, turnCanceledText(event.message)));
             else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, `${event.code}: ${event.message}`));
             break;
@@ -387,7 +392,7 @@ export class LoomAgentExecutor implements AgentExecutor {
     } catch (error) {
       this.#logger.warn({ err: error, taskId, agent: this.#agent }, 'A2A task failed');
       if (run.controller.signal.aborted) status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, 'The task was canceled.'));
-      else if (isLoomError(error) && error.code === 'TURN_CANCELLED')
+      else if (isLoomError(error) && turnWasCanceled(error.code, error.details))
         status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, turnCanceledText(error.message)));
       else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, error instanceof Error ? error.message : String(error)));
     } finally {

@@ -51,8 +51,9 @@ export class BoundedTaskStore implements TaskStore {
   /**
    * The unfinished tasks this process wrote, as it last wrote them, the last written last: what a
    * read answers once the store closed (see `stopping`). At most `maxTasks` (the oldest forgotten
-   * first); a task is forgotten at any save of its end, dropped or failed too, unless the daemon
-   * stops (then the tasks it ends are kept, for the reads that come after the store closed).
+   * first); a task is forgotten at a save of its end that is dropped (another end came first) or
+   * fails, and at one that succeeds unless the daemon stops (then it is kept, for the reads that come
+   * after the store closed).
    */
   readonly #written = new Map<string, A2aTaskRecord['task']>();
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
@@ -213,7 +214,7 @@ export class BoundedTaskStore implements TaskStore {
   /**
    * The task, or undefined when it is unknown or the context's caller may not see it
    * (`isTaskVisible`). Once the store closed while the daemon stops (see `stopping`), the task as
-   * this process last wrote it while it ran (the executor's last update of a task its turn's end
+   * this process last wrote it (the executor's last update of a task its turn's end
    * canceled reads it); the store's failure is thrown for any other task (not known missing).
    */
   async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {

@@ -111,11 +111,6 @@ export class PushNotifier {
     this.#tracked.delete(taskId);
   }
 
-  /** Resolves once every notification taken so far is delivered or given up. */
-  async idle(): Promise<void> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
-  }
-
   /**
    * The daemon's stop, before the store closes: the deliveries taken so far, and those taken while
    * it waits (a task that ends meanwhile), go on for `ms` at most on the clock, each with the POSTs

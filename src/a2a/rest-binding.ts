@@ -54,7 +54,7 @@ export function unsupportedMediaTypeResponse(error: ContentTypeNotSupportedError
   });
 }
 /** The headers of A2A 1.0's streams, JSON-RPC's and HTTP+JSON's. */
-export const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' };
 
 /** A JSON response. */
 export function jsonResponse(body: unknown, status = 200): Response {

@@ -21,6 +21,7 @@ import {
   taskTurnKey,
   textOf,
   turnCanceledText,
+  turnWasCanceled,
 } from './agent-executor.ts';
 import { type BoundedTaskStore, isTerminalState } from './bounded-task-store.ts';
 import type { PushNotifier } from './push-notifier.ts';
@@ -243,8 +244,7 @@ interface Waiting extends Met {
 /**
  * The tasks the store could not say what became of, asked for again together: one round every
  * {@link TASK_RECOVERY_RETRY_MS} on the clock meets each with its turn again, one after another,
- * and stops at the first the store fails for (the rest wait for the next round, the failed one
- * last); a round counts as one try for each task in it, and logs one line. A task is asked for
+ * and stops at the first the store fails for (the rest wait for the next round); a round counts as one try for each task in it, and logs one line. A task is asked for
  * {@link TASK_RECOVERY_ATTEMPTS} times at most, then left unfinished for the next start. A
  * client's cancel of a task waiting here cancels its turn (that turn, by its journal id) once it
  * runs here: at once, or in a later round. The rounds stop when the server closes.
@@ -530,7 +530,8 @@ async function outcomeOf(parts: TaskRecoveryParts, ask: () => Promise<TurnResult
     if (parts.closing.aborted || error instanceof StoreError) return { error, store: true };
     // Not ended, not here: a turn only a lapsed lease gives to a node, or one still running elsewhere.
     if (isLoomError(error) && (error.code === 'TURN_RUNNING' || error.code === 'TURN_TAKEN_OVER')) return { error, store: false };
-    if (isLoomError(error) && error.code === 'TURN_CANCELLED') return { state: TaskState.TASK_STATE_CANCELED, text: turnCanceledText(error.message) };
+    if (isLoomError(error) && turnWasCanceled(error.code, error.details))
+      return { state: TaskState.TASK_STATE_CANCELED, text: turnCanceledText(error.message) };
     return { state: TaskState.TASK_STATE_FAILED, text: isLoomError(error) ? `${error.code}: ${error.message}` : messageOf(error) };
   }
   return { state: TaskState.TASK_STATE_COMPLETED, text: result.text };

@@ -228,7 +228,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     stopTurns(agent, reason) {
       workflows.stop(agent);
       const what = reason === 'kill' ? 'was killed' : reason === 'suspend' ? 'was suspended' : 'stopped because Loom is shutting down';
-      turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" ${what} during the turn`));
+      // `stopped` tells a turn Loom stopped from a message refused at admission (an A2A task ends canceled, not failed).
+      turns.abort(agent.id, new AgentStateError(`agent "${agent.name}" ${what} during the turn`, { details: { stopped: reason } }));
       if (reason === 'kill') histories.forget(agent.sessionId);
     },
   };

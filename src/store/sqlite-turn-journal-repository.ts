@@ -154,7 +154,7 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
 
   /**
    * Forgets the turns that ended before `before`, the oldest first, {@link PRUNE_BATCH} at a time,
-   * each part its own statement with the event loop free between them (migration 27's index finds
+   * each part its own statement with the event loop free between them (migration 28's index finds
    * them): a day of keyed turns is forgotten without holding the daemon's thread for it.
    */
   async prune(before: number): Promise<number> {

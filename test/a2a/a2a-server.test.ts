@@ -180,6 +180,28 @@ describe.each([
     await stream.return(undefined);
     expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
+  it('cancels a task whose agent is suspended during its turn, and fails one sent to it suspended, each saying why', async () => {
+    hanging = await startHangingModelServer();
+    await api.host.kernel.spawn(manifest(agentToml('pausing', hanging.url)));
+    const client = await clientFor('pausing', transport, version);
+    const stream = client.sendMessageStream(send('Tell me a long story'));
+    const first = (await stream.next()).value as StreamResponse;
+    const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
+    await hanging.received;
+    await api.host.kernel.suspend('pausing');
+    const stopped = await waitFor('the task to end', async () => {
+      const task = await client.getTask({ tenant: '', id, historyLength: undefined });
+      return task.status?.state === TaskState.TASK_STATE_WORKING ? undefined : task;
+    });
+    expect(stopped.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(JSON.stringify(stopped.status?.message)).toContain('was suspended during the turn');
+    await stream.return(undefined);
+    // Refused at admission, not stopped by Loom: failed, saying the agent is suspended.
+    const refused = await client.sendMessage(send('Hi again'));
+    expect('status' in refused && refused.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(JSON.stringify('status' in refused ? refused.status?.message : refused)).toContain('is suspended');
+  });
+
   it('puts a task whose tool call waits for a human approval in input-required, and completes it once approved', async () => {
     await api.host.kernel.spawn(manifest(carefulToml()));
     model.script([writeCall, { text: 'written' }]);

@@ -44,7 +44,8 @@ export interface McpHttpHandler {
   messages(request: Request, origin: McpRequestOrigin, body?: string): Promise<Response>;
   /**
    * Stops following the kernel, closes open streams, sessions and in-flight modern exchanges; from
-   * its call on, every request is answered 503 (the daemon is stopping).
+   * its call on, a request is answered 503 (the daemon is stopping), but a session's DELETE 404 (the
+   * session has ended).
    */
   close(): Promise<void>;
 }
