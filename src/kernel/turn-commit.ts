@@ -141,8 +141,15 @@ export class TurnCommits {
         ...(closeTurn === undefined ? {} : { closeTurn }),
       });
     } catch (error) {
-      // A kill deletes the agent (and its session) from the store before the registry forgets it.
-      if (this.isLive(entry) && (await this.#parts.store.agents.get(entry.id)) !== undefined) throw error;
+      // A kill deletes the agent (and its session) from the store before the registry forgets it. A
+      // store that cannot say (down) leaves the save's own failure the turn's.
+      const gone =
+        !this.isLive(entry) ||
+        (await this.#parts.store.agents.get(entry.id).then(
+          (found) => found === undefined,
+          () => false,
+        ));
+      if (!gone) throw error;
       return this.#killedWith(entry, usage, error);
     }
     if (journal !== undefined) journal.closed = true;
