@@ -244,7 +244,8 @@ interface Waiting extends Met {
 /**
  * The tasks the store could not say what became of, asked for again together: one round every
  * {@link TASK_RECOVERY_RETRY_MS} on the clock meets each with its turn again, one after another,
- * and stops at the first the store fails for (the rest wait for the next round); a round counts as one try for each task in it, and logs one line. A task is asked for
+ * and stops at the first the store fails for (the rest wait for the next round); a round counts
+ * as one try for each task in it, and logs one line. A task is asked for
  * {@link TASK_RECOVERY_ATTEMPTS} times at most, then left unfinished for the next start. A
  * client's cancel of a task waiting here cancels its turn (that turn, by its journal id) once it
  * runs here: at once, or in a later round. The rounds stop when the server closes.
