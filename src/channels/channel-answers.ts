@@ -7,7 +7,7 @@
 import type { ChannelConfig } from '../config/index.ts';
 import type { ChannelMessageClaim, ChannelMessageRecord } from '../contracts/index.ts';
 import { isLoomError, messageOf } from '../errors/index.ts';
-import { kernelAs, TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from '../kernel/index.ts';
+import { kernelAs, TURN_ELSEWHERE_RETRY_MS, TURN_ELSEWHERE_WAIT_MS, untilTurnHere } from '../kernel/index.ts';
 import type { ChannelAdapter, ReplyTarget } from './channel-adapter.ts';
 import type { AnswerShown, ChannelAdmission } from './channel-admission.ts';
 import { askApproval, decideApproval } from './channel-approvals.ts';
@@ -19,7 +19,12 @@ import { splitReply } from './split-reply.ts';
 const EDIT_INTERVAL_MS = 1000;
 
 /** How often a message another node is answering is looked at again, to take it up should that node be gone (decision 0061). */
-export const CLAIM_RETRY_MS = 2000;
+export const CLAIM_RETRY_MS = TURN_ELSEWHERE_RETRY_MS;
+
+/** A stored message's key in this process's sets: its channel and its platform id. */
+function messageKey(channel: string, platformId: string): string {
+  return `${channel}\u0000${platformId}`;
+}
 
 /** How long a message another node is answering is looked at, at most: as long as a turn running elsewhere is waited for. */
 export const CLAIM_WAIT_MS = TURN_ELSEWHERE_WAIT_MS;
@@ -83,7 +88,7 @@ export class ChannelAnswers {
    */
   enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
     const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
-    const id = `${channel.config.name}\u0000${message.platformId}`;
+    const id = messageKey(channel.config.name, message.platformId);
     if (this.#pending.has(id) || this.#delivered.has(id)) return;
     this.#pending.add(id);
     const previous = this.#conversations.get(key) ?? Promise.resolve();
@@ -113,14 +118,17 @@ export class ChannelAnswers {
    * channel's, as it starts (before the channel records it).
    */
   takeUp(channel: RunningChannel, message: ChannelMessageRecord, adapter = channel.adapter): void {
-    const id = `${channel.config.name}\u0000${message.platformId}`;
+    const id = messageKey(channel.config.name, message.platformId);
     if (this.#pending.has(id) || this.#delivered.has(id)) return;
     const command = approvalCommandOf(channel.config, message.text);
     if (command === undefined || adapter === undefined) {
       this.enqueue(channel, message);
       return;
     }
-    this.#track(`${channel.config.name}\u0000${message.platformId}\u0000command`, this.answerCommand({ config: channel.config, adapter }, message, command));
+    this.#track(
+      `${messageKey(channel.config.name, message.platformId)}\u0000command`,
+      this.answerCommand({ config: channel.config, adapter }, message, command),
+    );
   }
 
   /**
@@ -154,7 +162,7 @@ export class ChannelAnswers {
     const context = this.#context;
     const { config, adapter } = channel;
     const { store, clock } = context.options;
-    const id = `${config.name}\u0000${message.platformId}`;
+    const id = messageKey(config.name, message.platformId);
     // Taken in once here: as it came in, and again from the stored ones not answered.
     if (this.#pending.has(id) || this.#delivered.has(id)) return;
     this.#pending.add(id);
@@ -453,7 +461,7 @@ export class ChannelAnswers {
 
   /** Waits, outside its conversation, for a message another node holds; answers it once this node holds it. */
   #waitElsewhere(channel: RunningChannel, message: ChannelMessageRecord, claimedBy: string | null): void {
-    const id = `${channel.config.name}\u0000${message.platformId}`;
+    const id = messageKey(channel.config.name, message.platformId);
     const waited = this.#whileElsewhere(channel, message.platformId, claimedBy).then(
       (held) => {
         this.#pending.delete(id);
@@ -477,7 +485,7 @@ export class ChannelAnswers {
   #keepDelivered(channel: string, platformId: string, outcome: Outcome['tried']): void {
     const { logger, stopping } = this.#context;
     const { store, clock } = this.#context.options;
-    const id = `${channel}\u0000${platformId}`;
+    const id = messageKey(channel, platformId);
     this.#delivered.add(id);
     if (outcome === undefined) return;
     let failure: unknown;

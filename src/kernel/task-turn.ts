@@ -1,6 +1,5 @@
 import { tokenCapOf } from '../capabilities/index.ts';
 import type { ToolAgent } from '../contracts/index.ts';
-import { AgentStateError } from '../errors/index.ts';
 import { modelName, type ModelTarget } from '../models/index.ts';
 import { partialOutcomeOf, runAgentLoop, type TurnResult, withStabilityGuidelines } from '../runtime/index.ts';
 import { type Budget, spendListener, TokenBudget } from './budget-ledger.ts';
@@ -10,7 +9,7 @@ import type { TaskTurn } from './message-flow-contract.ts';
 import { contextWindowOf } from './model-choice.ts';
 import { noEvents, type TurnContext } from './open-turn.ts';
 import { toolPolicyOf, chainOf } from './tool-policy.ts';
-import { finishTurn, resultOf } from './turn-commit.ts';
+import { finishTurn, killedDuringTurn, resultOf } from './turn-commit.ts';
 
 /**
  * Task turns (a package activity's step: its prompt stands alone, nothing is added to a session,
@@ -77,7 +76,7 @@ export class TaskTurns {
     } catch (error) {
       // What the turn spent before failing is counted (a budget stop included; a killed agent's too, against its ancestors' caps).
       await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
-      if (signal.aborted && !commits.isLive(entry)) throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+      if (signal.aborted && !commits.isLive(entry)) throw killedDuringTurn(entry, error);
       throw error;
     }
     const usage = await commits.record(runtime, entry, outcome.calls, runLogger);

@@ -160,7 +160,7 @@ export class TurnCommits {
   /** Records a killed agent's last turn's usage alone (its ancestors' caps count it), and ends the turn as killed. */
   async #killedWith(entry: AgentEntry, usage: readonly UsageRecord[], cause?: unknown): Promise<never> {
     for (const item of usage) await this.#parts.store.usage.record(item);
-    throw new AgentStateError(`agent "${entry.name}" was killed during the turn`, cause === undefined ? {} : { cause });
+    throw killedDuringTurn(entry, cause);
   }
 
   /** Whether `entry` is still the registry's (a killed agent has nothing left to keep a turn in). */
@@ -170,9 +170,14 @@ export class TurnCommits {
 
   /** The error a turn that threw `error` fails with: a killed agent says so; a cancelled turn fails with why it was cancelled. */
   unwound(entry: AgentEntry, error: unknown, signal: AbortSignal): unknown {
-    if (signal.aborted && !this.isLive(entry)) return new AgentStateError(`agent "${entry.name}" was killed during the turn`, { cause: error });
+    if (signal.aborted && !this.isLive(entry)) return killedDuringTurn(entry, error);
     return signal.aborted && isLoomError(signal.reason) ? signal.reason : error;
   }
+}
+
+/** The error a turn ends with when its agent was killed while it ran (`cause`: what it failed with then). */
+export function killedDuringTurn(entry: Pick<AgentEntry, 'name'>, cause?: unknown): AgentStateError {
+  return new AgentStateError(`agent "${entry.name}" was killed during the turn`, cause === undefined ? {} : { cause });
 }
 
 /**
