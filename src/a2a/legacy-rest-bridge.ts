@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LegacyA2AError, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import type { A2ARequestHandler, ServerCallContext, User } from '@a2a-js/sdk/server';
 import type { Logger } from '../contracts/index.ts';
+import { firstEventOnly } from './rest-binding.ts';
 
 /** A Node request listener (an Express app). */
 export type NodeRequestListener = (request: IncomingMessage, response: ServerResponse) => void;
@@ -45,8 +46,7 @@ function headAware(handler: A2ARequestHandler, isHead: (context: ServerCallConte
       yield* events;
       return;
     }
-    const first = await events.next();
-    await events.return(undefined);
+    const first = await firstEventOnly(events);
     if (first.done !== true) yield first.value;
   }
   return new Proxy(handler, {

@@ -89,6 +89,16 @@ export function sseResponse(events: AsyncIterable<unknown>, onError: (error: unk
   return new Response(stream, { status: 200, headers: SSE_HEADERS });
 }
 
+/**
+ * The first event of a subscription asked by a HEAD, the subscription ended after it: the SDK's
+ * checks and errors run as for the GET, and nothing stays subscribed (decision 0075).
+ */
+export async function firstEventOnly<T>(events: AsyncGenerator<T>): Promise<IteratorResult<T>> {
+  const first = await events.next();
+  await events.return(undefined);
+  return first;
+}
+
 /** Reads the first event before answering, so errors raised before the stream starts answer as plain JSON. */
 export async function primed<T>(stream: AsyncGenerator<T>): Promise<AsyncGenerator<T>> {
   const first = await stream.next();
@@ -189,8 +199,7 @@ export async function answerRestRequest(handler: A2ARequestHandler, request: Res
   if (match[2] === ':subscribe' && (method === 'GET' || method === 'POST')) {
     const events = handler.resubscribe({ id, tenant: '' }, context);
     if (request.method !== 'HEAD') return streamOf(await primed(events));
-    await events.next();
-    await events.return(undefined);
+    await firstEventOnly(events);
     return new Response(null, { status: 200, headers: SSE_HEADERS });
   }
   if (match[2] === undefined && method === 'GET') {

@@ -11,7 +11,7 @@ import { ConfigSchema } from '../../src/config/index.ts';
 import { LoomError, StoreError, TurnCancelledError } from '../../src/errors/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
-import type { EventRecord } from '../../src/contracts/index.ts';
+import type { Clock, EventRecord } from '../../src/contracts/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
 import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
@@ -50,6 +50,27 @@ const sentAtOnce = (text: string) => ({
   ...textMessage(text),
   configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
 });
+
+/** An A2A server as the daemon builds one (default config, on `clock`), which recovers the unfinished tasks it finds. */
+function recoveryServer(
+  options: Pick<Parameters<typeof createA2aServer>[0], 'kernel' | 'repository' | 'logger' | 'leasesTurns' | 'push'> & { clock: Clock },
+): A2aServer {
+  const { clock } = options;
+  return createA2aServer({ ...options, config: ConfigSchema.parse({}), now: () => clock.now() });
+}
+
+/** `base` with some of its methods replaced: a store that fails or waits where a test says. */
+function repositoryWith(base: A2aTaskRepository, overrides: Partial<A2aTaskRepository>): A2aTaskRepository {
+  return {
+    get: (id) => base.get(id),
+    put: (record) => base.put(record),
+    delete: (id) => base.delete(id),
+    count: () => base.count(),
+    oldestFinished: () => base.oldestFinished(),
+    list: (query) => base.list(query),
+    ...overrides,
+  };
+}
 
 /** Serves `a2a` on 127.0.0.1, as the daemon does; returns its URL. */
 async function listen(a2a: A2aServer): Promise<string> {
@@ -135,12 +156,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     const turn = runningTurn({ here: () => here, result: () => Promise.reject(TURN_RUNNING()), cancel: () => (turnCanceled += 1) });
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn), counts),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     await told;
@@ -166,7 +185,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     const turn = runningTurn({ here: () => here, result: () => Promise.reject(TURN_RUNNING()), cancel: () => (turnCanceled += 1) });
     // Armed for the round: its read of the task lets the client cancel it, and answers once the cancel is saved.
     let cancelOnRead: (() => Promise<void>) | undefined;
-    const repository: A2aTaskRepository = {
+    const repository = repositoryWith(harness.repository, {
       get: async (taskId) => {
         const read = await harness.repository.get(taskId);
         const cancel = taskId === id ? cancelOnRead : undefined;
@@ -174,20 +193,13 @@ describe('the recovery of unfinished A2A tasks', () => {
         await cancel?.();
         return read;
       },
-      put: (record) => harness.repository.put(record),
-      delete: (taskId) => harness.repository.delete(taskId),
-      count: () => harness.repository.count(),
-      oldestFinished: () => harness.repository.oldestFinished(),
-      list: (query) => harness.repository.list(query),
-    };
+    });
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
-      config: ConfigSchema.parse({}),
       repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     await told;
@@ -211,18 +223,13 @@ describe('the recovery of unfinished A2A tasks', () => {
     const { harness, tasks } = await workingTasks('one', 'two');
     const { kernel, clock } = harness.host;
     let failures = 1;
-    const repository: A2aTaskRepository = {
-      get: (id) => harness.repository.get(id),
+    const repository = repositoryWith(harness.repository, {
       put: (record) =>
         record.id === tasks[0]?.id && failures-- > 0 ? Promise.reject(new StoreError('the database is out of reach')) : harness.repository.put(record),
-      delete: (id) => harness.repository.delete(id),
-      count: () => harness.repository.count(),
-      oldestFinished: () => harness.repository.oldestFinished(),
-      list: (query) => harness.repository.list(query),
-    };
+    });
     const logger = createRecordingLogger();
     const told = logger.next('error');
-    server = createA2aServer({ kernel, config: ConfigSchema.parse({}), repository, logger, now: () => clock.now(), clock });
+    server = recoveryServer({ kernel, repository, logger, clock });
     // The tasks met after it wait with it (none, when it was met last).
     expect((await told).message).toMatch(/could not yet say what became of the turns of [12] unfinished A2A task\(s\) \(the store could not answer\)/);
     await clock.advance(TASK_RECOVERY_RETRY_MS);
@@ -241,12 +248,10 @@ describe('the recovery of unfinished A2A tasks', () => {
       (lookups += 1) === 1 ? Promise.resolve(stranded) : Promise.reject(new StoreError('the database is out of reach'));
     const logger = createRecordingLogger();
     const told = logger.next('error');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, finding),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     expect((await told).message).toMatch(/of 2 unfinished A2A task\(s\) \(the store could not answer\)/);
@@ -259,12 +264,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     const turn = runningTurn({ here: () => takenOver, result: () => (takenOver ? Promise.resolve(RESULT) : Promise.reject(TURN_RUNNING())) });
     const logger = createRecordingLogger();
     const asleep = clock.pending();
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
       leasesTurns: true,
     });
@@ -290,12 +293,10 @@ describe('the recovery of unfinished A2A tasks', () => {
       },
     });
     const asleep = clock.pending();
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger: createRecordingLogger(),
-      now: () => clock.now(),
       clock,
       leasesTurns: true,
     });
@@ -328,15 +329,13 @@ describe('the recovery of unfinished A2A tasks', () => {
       cancel: () => (turnCanceled += 1),
     });
     const asleep = clock.pending();
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => {
         read();
         return Promise.resolve(turn);
       }),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger: createRecordingLogger(),
-      now: () => clock.now(),
       clock,
       leasesTurns: true,
     });
@@ -380,12 +379,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     const records: Omit<EventRecord, 'seq'>[] = [];
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, finding),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
       push: { repository: configs, clock, record: (event) => Promise.resolve(void records.push(event)) },
     });
@@ -413,12 +410,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     };
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, finding),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     await told;
@@ -443,12 +438,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     };
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, finding),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     await told;
@@ -481,25 +474,18 @@ describe('the recovery of unfinished A2A tasks', () => {
       wake();
     };
     let failures = 1;
-    const repository: A2aTaskRepository = {
-      get: (taskId) => harness.repository.get(taskId),
+    const repository = repositoryWith(harness.repository, {
       put: (record) =>
         record.state === 'TASK_STATE_INPUT_REQUIRED' && failures-- > 0
           ? Promise.reject(new StoreError('the database is out of reach'))
           : harness.repository.put(record),
-      delete: (taskId) => harness.repository.delete(taskId),
-      count: () => harness.repository.count(),
-      oldestFinished: () => harness.repository.oldestFinished(),
-      list: (query) => harness.repository.list(query),
-    };
+    });
     const logger = createRecordingLogger();
     const failed = logger.next('warn');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
-      config: ConfigSchema.parse({}),
       repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     emit(approvalRequest('first'));
@@ -521,12 +507,10 @@ describe('the recovery of unfinished A2A tasks', () => {
     const turn = runningTurn({ here: () => true, result: () => ended });
     const logger = createRecordingLogger();
     const going = logger.next('info');
-    server = createA2aServer({
+    server = recoveryServer({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
-      config: ConfigSchema.parse({}),
       repository: harness.repository,
       logger,
-      now: () => clock.now(),
       clock,
     });
     expect((await going).message).toMatch(/go on with their resumed turns/);
@@ -555,7 +539,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     // The next daemon's tasks: the same, but the read of the task once the turn has ended first
     // lets a client cancel the task, and waits until that cancel is saved or waits its turn to be.
     let cancelOnRead: (() => Promise<void>) | undefined;
-    const repository: A2aTaskRepository = {
+    const repository = repositoryWith(tasks, {
       get: async (id) => {
         const read = await tasks.get(id);
         const cancel = id === task.id ? cancelOnRead : undefined;
@@ -563,12 +547,7 @@ describe('the recovery of unfinished A2A tasks', () => {
         await cancel?.();
         return read;
       },
-      put: (record) => tasks.put(record),
-      delete: (id) => tasks.delete(id),
-      count: () => tasks.count(),
-      oldestFinished: () => tasks.oldestFinished(),
-      list: (query) => tasks.list(query),
-    };
+    });
     next = await startA2a(dir.path, { repository, daemon: true });
     const resumed = next;
     await waitFor('the resumed model call', () => model.requests.length >= 2);
@@ -623,7 +602,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     });
     const logger = createRecordingLogger();
     const failedToLook = logger.next('error');
-    server = createA2aServer({ kernel: flaky, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    server = recoveryServer({ kernel: flaky, repository: first.repository, logger, clock });
     expect((await failedToLook).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store could not answer\)/);
     expect((await first.repository.get(task.id))?.state).toBe('TASK_STATE_WORKING');
 
@@ -656,7 +635,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     const logger = createRecordingLogger();
     const failedToLook = logger.next('error');
     const asleep = clock.pending();
-    server = createA2aServer({ kernel: unreachable, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    server = recoveryServer({ kernel: unreachable, repository: first.repository, logger, clock });
     await failedToLook;
     await waitFor('the retry to wait on the clock', () => clock.pending() === asleep + 1);
     server.close();
@@ -693,7 +672,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     });
     const logger = createRecordingLogger();
     const told = logger.next('info');
-    server = createA2aServer({ kernel: strandedKernel, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    server = recoveryServer({ kernel: strandedKernel, repository: first.repository, logger, clock });
     expect((await told).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store says they run, not here\)/);
     // Past the 10 minutes a turn on another node is waited for, and past every retry.
     for (let waited = 0; waited <= TASK_RECOVERY_RETRY_MS * (TASK_RECOVERY_ATTEMPTS + 2); waited += 2000) await clock.advance(2000);
@@ -741,7 +720,7 @@ describe('the recovery of unfinished A2A tasks', () => {
     });
     const logger = createRecordingLogger();
     const told = logger.next('error');
-    server = createA2aServer({ kernel: unreachable, config: ConfigSchema.parse({}), repository: first.repository, logger, now: () => clock.now(), clock });
+    server = recoveryServer({ kernel: unreachable, repository: first.repository, logger, clock });
     // At start, the first look-up failed: the others wait with it, untried.
     expect((await told).bindings).toMatchObject({ tasks: 3 });
     expect(lookups).toBe(1);
