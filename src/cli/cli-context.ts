@@ -1,4 +1,4 @@
-import { type Config, ensureLoomHome, loadConfig, type LoomHome, resolveLoomHome } from '../config/index.ts';
+import { type Config, ensureLoomHome, loadConfigText, type LoomHome, resolveLoomHome } from '../config/index.ts';
 import type { Logger, Store } from '../contracts/index.ts';
 import { logAiSdkWarnings } from '../daemon/index.ts';
 import { openHost } from '../host/index.ts';
@@ -31,10 +31,11 @@ function cliLogger(io: CliIo): Logger {
 }
 
 /** The home folder this run uses, created when missing. */
-export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Config }> {
+export async function openHome(io: CliIo): Promise<{ home: LoomHome; config: Config; configText: string | null }> {
   const home = resolveLoomHome(io.env, io.cwd);
   await ensureLoomHome(home);
-  return { home, config: await loadConfig(home) };
+  const { config, text } = await loadConfigText(home);
+  return { home, config, configText: text };
 }
 
 /**

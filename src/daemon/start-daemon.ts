@@ -19,6 +19,12 @@ import { tracingEndpoint } from '../telemetry/tracing-endpoint.ts';
 export interface StartDaemonOptions {
   home: LoomHome;
   config: Config;
+  /**
+   * The text `config` was parsed from (null: there was no file). The daemon records its digest,
+   * so a change written between the read and the start is still told as a change; without it,
+   * the file as it is at the start.
+   */
+  configText?: string | null;
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
   version: string;
@@ -125,7 +131,7 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
   }
   // The config.toml this daemon runs with: as close to when it was read as the daemon can see it.
   const configMtimeMs = await configMtime(home);
-  const configDigestAtStart = await configDigest(home);
+  const configDigestAtStart = options.configText === undefined ? await configDigest(home) : digestOf(options.configText);
   const clock = options.clock ?? createSystemClock();
   // Traces only when an OTLP endpoint is named: the SDK is loaded only then.
   const endpoint = tracingEndpoint(config.telemetry, env);

@@ -1,7 +1,7 @@
 import { stat, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigSchema, resolveLoomHome } from '../../src/config/index.ts';
+import { ConfigSchema, loadConfigText, resolveLoomHome } from '../../src/config/index.ts';
 import { type RunningDaemon, readDaemonFile, staleDaemon, startDaemon } from '../../src/daemon/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
@@ -36,5 +36,14 @@ describe('whether config.toml changed since the daemon read it', () => {
     await utimes(home.configPath, stamp, stamp);
     expect((await stat(home.configPath)).mtimeMs).toBe(stamp * 1000);
     await waitFor('loom init and loom doctor to see a change the daemon cannot follow', async () => (await staleDaemon(home))?.pid === daemon.info.pid);
+  });
+
+  it('is told against the text the daemon was started with: a change written between its read and the start is a change', async () => {
+    await daemon.stop();
+    await writeFile(home.configPath, '[log]\nlevel = "warn"\n');
+    const { config, text } = await loadConfigText(home);
+    await writeFile(home.configPath, '[log]\nlevel = "debug"\n');
+    daemon = await startDaemon({ home, config, configText: text, env: {}, logger: createSilentLogger(), version: 'test', port: 0 });
+    expect((await staleDaemon(home))?.pid).toBe(daemon.info.pid);
   });
 });

@@ -126,7 +126,7 @@ interface StartOptions {
 
 /** Runs the daemon in this process until SIGINT or SIGTERM. */
 async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
-  const { home, config } = await openHome(io);
+  const { home, config, configText } = await openHome(io);
   const format = daemonLogFormat(io, options.logFormat);
   const logFile = daemonLogPath(home);
   // The daemon keeps its last 1,000 records at info and above for event-log agents, across restarts.
@@ -176,6 +176,7 @@ async function runForeground(io: CliIo, options: StartOptions): Promise<void> {
     daemon = await startDaemon({
       home,
       config,
+      configText,
       env: io.env,
       logger,
       logs,
