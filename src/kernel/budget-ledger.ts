@@ -337,6 +337,9 @@ function meteredModel(model: LanguageModelV4, target: ModelTarget, scope: CallSc
       // promises a part where this costs one (~10 µs a streamed call). The outcomes are the pipe's:
       // a source that errors is cut off, one that ends without a `finish` is released.
       const source = result.stream.getReader();
+      // A source that fails while nobody reads (the consumer waits on its own reader) is cut off
+      // then, not at the next read: its reservation is given back, and the call told ended, at once.
+      source.closed.catch(() => close(cutOff(), 'cut-off'));
       const settled = new ReadableStream<LanguageModelV4StreamPart>(
         {
           async pull(controller) {

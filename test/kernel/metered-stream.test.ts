@@ -1,7 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { MockLanguageModelV4 } from 'ai/test';
 import { type MeteredCall, observeModelCalls } from '../../src/kernel/index.ts';
+import { BudgetLedger, TokenBudget } from '../../src/kernel/budget-ledger.ts';
+import { QuotaTracker } from '../../src/kernel/quota-tracker.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -79,5 +83,34 @@ describe('a streamed model call, metered', () => {
       // "Once upon a time" is 16 characters: four tokens at four characters a token.
       expect(call.spent.outputTokens).toBe(4);
     }
+  });
+
+  it('whose source fails while nobody reads it is cut off then, not at the next read: its budget holds what it wrote', async () => {
+    let source: ReadableStreamDefaultController<LanguageModelV4StreamPart> | undefined;
+    const model = new MockLanguageModelV4({
+      doStream: () =>
+        Promise.resolve({
+          stream: new ReadableStream<LanguageModelV4StreamPart>({
+            start: (controller) => {
+              source = controller;
+            },
+          }),
+        }),
+    });
+    const budget = new TokenBudget(1000, 'the test');
+    const ledger = new BudgetLedger(new QuotaTracker(host.clock, host.store.usage));
+    const metered = ledger.meter({ resolve: () => model }, { budgets: [budget], price: () => 0 }).resolve({ provider: 'openai', model: 'gpt-4o' });
+    const { stream } = await metered.doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: 'Tell me a story' }] }] });
+    const reader = stream.getReader();
+    source?.enqueue({ type: 'text-delta', id: 't', delta: 'Once upon a time' });
+    expect((await reader.read()).value).toMatchObject({ delta: 'Once upon a time' });
+
+    // The consumer reads no further; the provider's connection breaks.
+    source?.error(new Error('connection reset'));
+    await new Promise((resolve) => setImmediate(resolve));
+
+    expect(calls.map((call) => [call.outcome, call.spent.outputTokens])).toEqual([['cut-off', 4]]);
+    expect(budget.outputTokens).toBe(4);
+    await expect(reader.read()).rejects.toThrow('connection reset');
   });
 });
