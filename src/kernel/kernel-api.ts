@@ -59,7 +59,8 @@ export interface KernelNode extends ApprovalNode {
   /**
    * Nodes share the store and each running turn is leased to its node (PostgreSQL, decision
    * 0061): a turn of a node that died is taken over by another once its lease lapses
-   * (`Kernel.resumeTurn`), so none is resumed at start.
+   * (`Kernel.resumeTurn`), so none is resumed at start. Capped agents' spending is read from the
+   * shared usage log at each model call (`LifetimeSpend`, decision 0040).
    */
   leasesTurns?: boolean;
   /**

@@ -62,7 +62,9 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   const capabilities = new CapabilityManager();
   const events = createEventBus(logger);
   const quotas = new QuotaTracker(clock, store.usage);
-  const ledger = new BudgetLedger(quotas, new LifetimeSpend(store.usage));
+  // On a store other nodes share, a capped family's spending is read from it at each model call (decision 0040).
+  const lifetime = new LifetimeSpend(store.usage, { shared: dependencies.node?.leasesTurns === true });
+  const ledger = new BudgetLedger(quotas, lifetime);
 
   async function publish(event: KernelEvent): Promise<void> {
     try {
@@ -85,7 +87,7 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   const modelSlots = runtime?.maxConcurrentModelCalls === undefined ? undefined : new PriorityGate(runtime.maxConcurrentModelCalls);
   const restorer = new AgentRestorer(logger);
   const models = new ModelChoice({ clock, logger, capabilities, registry, restorer, ledger, modelSlots });
-  const commits = new TurnCommits({ store, clock, ids, logger: flowLogger, registry, quotas, histories });
+  const commits = new TurnCommits({ store, clock, ids, logger: flowLogger, registry, quotas, histories, lifetime });
   const modelCalls = new AgentModelCalls({ registry, capabilities, runtime, clock, logger: flowLogger, models, commits });
   return {
     dependencies,

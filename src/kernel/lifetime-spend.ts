@@ -1,4 +1,4 @@
-import type { UsageRepository } from '../contracts/index.ts';
+import type { UsageRecord, UsageRepository } from '../contracts/index.ts';
 import { CapabilityDeniedError, QuotaExceededError } from '../errors/index.ts';
 import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
@@ -19,6 +19,12 @@ function dollars(usd: number, digits = 12): string {
 interface Account {
   spentUsd: number;
   reservedUsd: number;
+  /** On a shared store: what calls made here have spent that this node has not written to the usage log yet. */
+  unloggedUsd: number;
+  /** On a shared store: what this node has written to the usage log of the family's spending, in all. */
+  loggedUsd: number;
+  /** On a shared store: the number of the last read of the log the account took (an older read answering later is not taken). */
+  read: number;
 }
 
 /** An agent whose cap a call draws from: the caller or one of its ancestors. */
@@ -47,14 +53,20 @@ export function lineageOf(ancestors: readonly { id: string }[]): string {
  * refused before it is sent, so the family never spends past the cap by more than an estimate
  * falls short. A model with no known price costs nothing here, as in the usage log. Seeded from
  * the usage log (the agent's records and those under its lineage) the first time a call draws
- * from it, so a restart does not reset it.
+ * from it, so a restart does not reset it. On a store other nodes share (`shared`), each call
+ * reads the family's total from the log again first, so that what the other nodes' turns have
+ * committed counts (decision 0040): the account is then the log's total, with what this node's
+ * calls spent that it has not written yet ({@link LifetimeSpend.logged} says when it has).
  */
 export class LifetimeSpend {
   readonly #usage: UsageRepository;
+  readonly #shared: boolean;
   readonly #accounts = new Map<string, Account>();
+  #reads = 0;
 
-  constructor(usage: UsageRepository) {
+  constructor(usage: UsageRepository, options: { shared?: boolean } = {}) {
     this.#usage = usage;
+    this.#shared = options.shared === true;
   }
 
   /** `holder`'s lifetime cap as a budget of the ledger, for a call of agent `caller` (the holder or a descendant). */
@@ -94,15 +106,54 @@ export class LifetimeSpend {
     this.#accounts.delete(agentId);
   }
 
+  /**
+   * Tells the accounts that `records` (usage of calls made here) are in the usage log now, so that
+   * the next read of the log on a shared store does not count them twice. Nothing to do alone.
+   */
+  logged(records: readonly UsageRecord[]): void {
+    if (!this.#shared || this.#accounts.size === 0) return;
+    for (const record of records) {
+      // The caller's account and those of the agents above it (its lineage: `root/…/parent/`).
+      for (const holder of [record.agentId, ...(record.lineage ?? '').split('/')]) {
+        const account = holder === '' ? undefined : this.#accounts.get(holder);
+        if (account === undefined) continue;
+        account.unloggedUsd = Math.max(0, account.unloggedUsd - record.costUsd);
+        account.loggedUsd += record.costUsd;
+      }
+    }
+  }
+
   #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation | Promise<Reservation> {
+    if (this.#shared) return this.#reserveShared(holder, maxUsd, caller, estimate);
     const account = this.#accounts.get(holder.id);
     if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate);
     return this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then((totals) => {
       // Another call may have seeded it meanwhile: that one holds its reservation.
-      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
+      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0, unloggedUsd: 0, loggedUsd: 0, read: 0 };
       this.#accounts.set(holder.id, seeded);
       return this.#hold(seeded, holder, maxUsd, caller, estimate);
     });
+  }
+
+  /**
+   * On a store other nodes share: the family's total read from the log at every call, then held as
+   * alone. What this node wrote to the log while it was read may be in the total or not: it is
+   * counted (twice until the next read, if it is), never missed.
+   */
+  async #reserveShared(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Promise<Reservation> {
+    let account = this.#accounts.get(holder.id);
+    if (account === undefined) {
+      account = { spentUsd: 0, reservedUsd: 0, unloggedUsd: 0, loggedUsd: 0, read: 0 };
+      this.#accounts.set(holder.id, account);
+    }
+    const read = (this.#reads += 1);
+    const loggedBefore = account.loggedUsd;
+    const totals = await this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants });
+    if (read > account.read) {
+      account.read = read;
+      account.spentUsd = totals.costUsd + account.unloggedUsd + (account.loggedUsd - loggedBefore);
+    }
+    return this.#hold(account, holder, maxUsd, caller, estimate);
   }
 
   #hold(account: Account, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation {
@@ -136,7 +187,9 @@ export class LifetimeSpend {
     };
     return {
       settle: (spent) => {
-        if (close() && this.#accounts.get(holder.id) === account) account.spentUsd += spent.costUsd;
+        if (!close() || this.#accounts.get(holder.id) !== account) return;
+        account.spentUsd += spent.costUsd;
+        if (this.#shared) account.unloggedUsd += spent.costUsd;
       },
       release: () => {
         close();

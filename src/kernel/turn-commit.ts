@@ -7,7 +7,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { AgentRegistry } from './agent-registry.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import { isBudgetRefusal } from './budget-ledger.ts';
-import { lineageOf } from './lifetime-spend.ts';
+import { type LifetimeSpend, lineageOf } from './lifetime-spend.ts';
 import { auditRecordOf } from './event-bus.ts';
 import type { OpenTurn } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
@@ -26,6 +26,8 @@ export interface TurnCommitParts {
   registry: Pick<AgentRegistry, 'find'>;
   quotas: Pick<QuotaTracker, 'check'>;
   histories: Pick<SessionHistories, 'save'>;
+  /** Told of the usage written, so that a cap read again from a shared store's log does not count it twice. */
+  lifetime?: Pick<LifetimeSpend, 'logged'> | undefined;
 }
 
 /** How a turn is committed: one write of its messages, its record, its usage and (when it has one) its journal's close. */
@@ -91,7 +93,7 @@ export class TurnCommits {
   /** Prices `calls` and records their usage at once (work outside a session's turn; the budget ledger counted each against the quota as it was made). */
   async record(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): Promise<UsageRecord[]> {
     const usage = this.price(runtime, entry, calls, runLogger);
-    for (const item of usage) await this.#parts.store.usage.record(item);
+    await this.#recordAlone(usage);
     return usage;
   }
 
@@ -152,6 +154,7 @@ export class TurnCommits {
       if (!gone) throw error;
       return this.#killedWith(entry, usage, error);
     }
+    this.#parts.lifetime?.logged(usage);
     if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
@@ -159,8 +162,16 @@ export class TurnCommits {
 
   /** Records a killed agent's last turn's usage alone (its ancestors' caps count it), and ends the turn as killed. */
   async #killedWith(entry: AgentEntry, usage: readonly UsageRecord[], cause?: unknown): Promise<never> {
-    for (const item of usage) await this.#parts.store.usage.record(item);
+    await this.#recordAlone(usage);
     throw killedDuringTurn(entry, cause);
+  }
+
+  /** Writes `usage` to the usage log, record by record, outside a turn's commit. */
+  async #recordAlone(usage: readonly UsageRecord[]): Promise<void> {
+    for (const item of usage) {
+      await this.#parts.store.usage.record(item);
+      this.#parts.lifetime?.logged([item]);
+    }
   }
 
   /** Whether `entry` is still the registry's (a killed agent has nothing left to keep a turn in). */
