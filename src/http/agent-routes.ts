@@ -151,7 +151,8 @@ export function createAgentRoutes(options: AgentRoutesOptions): Hono<HttpEnv> {
     }
     // The header wins: a browser's EventSource sends it on each reconnect, with the URL it first had.
     const after = lastEventIdOf(c.req.header('last-event-id') ?? lastEventId);
-    const events = (await caller.followTurn(reference, { sessionId, thread }, after))[Symbol.asyncIterator]();
+    // The client's own signal: on a cluster a turn another node runs is read from the store until the client leaves.
+    const events = (await caller.followTurn(reference, { sessionId, thread }, after, c.req.raw.signal))[Symbol.asyncIterator]();
     return replySse(c, {
       messages: followedMessagesOf(events),
       clientGone: 'stop',

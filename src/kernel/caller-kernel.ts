@@ -229,13 +229,18 @@ export class CallerKernel {
 
   /**
    * Follows the turn running on the principal's own session of the agent (or the one `where`
-   * chooses), after the event `after` when given (a client's `Last-Event-ID`, decision 0059).
+   * chooses), after the event `after` when given (a client's `Last-Event-ID`, decision 0059); on a
+   * cluster, one another node runs until `signal` aborts.
    * @throws {SessionNotFoundError} {TurnNotRunningError}
    */
-  async followTurn(reference: string, where: SessionChoice = {}, after?: EventId): Promise<AsyncIterable<FollowedEvent>> {
+  async followTurn(reference: string, where: SessionChoice = {}, after?: EventId, signal?: AbortSignal): Promise<AsyncIterable<FollowedEvent>> {
     const name = this.agentName(reference);
     const conversation = await this.#conversationOf(name, where);
-    return this.#kernel.followTurn(name, { ...(conversation === undefined ? {} : { conversation }), ...(after === undefined ? {} : { after }) });
+    return this.#kernel.followTurn(name, {
+      ...(conversation === undefined ? {} : { conversation }),
+      ...(after === undefined ? {} : { after }),
+      ...(signal === undefined ? {} : { signal }),
+    });
   }
 
   /** Cancels the turn running on the principal's own session of the agent (or its `thread`'s), or on the one `sessionId` names when it holds it. @throws {SessionNotFoundError} {TurnNotRunningError} */

@@ -45,6 +45,12 @@ export interface MessageFlowParts {
   commits: TurnCommits;
   /** The model calls agents' tools make outside turns, held to a task turn's limits (see `AgentModelCalls`). */
   modelCalls: AgentModelCalls;
+  /**
+   * Set on a cluster (nodes share the store and lease their turns, decision 0061): how this node
+   * hears the kernel's events, other nodes' among them, to follow a turn another node runs
+   * (`followElsewhere`). A journaled turn then saves its stream with its commits from the start.
+   */
+  cluster?: { subscribe(listener: (event: KernelEvent) => void): () => void };
 }
 
 /**

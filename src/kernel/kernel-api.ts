@@ -209,10 +209,10 @@ export interface Kernel {
   stream(reference: string, message: string, options?: Omit<SendOptions, 'emit'>): AsyncIterable<AgentEvent>;
   /**
    * The agent's turn on its main session that runs now (else the first one waiting), whoever
-   * asked for it; undefined when it has none.
+   * asked for it; on a cluster, one another node runs, as its journal holds it; undefined when it has none.
    * @throws {AgentNotFoundError}
    */
-  runningTurn(reference: string, options?: { conversation?: string }): RunningTurnView | undefined;
+  runningTurn(reference: string, options?: { conversation?: string }): Promise<RunningTurnView | undefined>;
   /** How many turns run now and how many wait behind another turn of their agent, across every agent and session (the metrics' gauges). */
   turnCounts(): TurnCounts;
   /** The journal ids of this process's turns under way or queued (decision 0045): its node renews its leases on them (decision 0061). */
@@ -234,10 +234,12 @@ export interface Kernel {
   /**
    * Follows that turn, as a client that left and came back does: its events so far (text
    * joined), each with its id, then the rest as they come, ending with `run-finish` or `error`
-   * once it is committed; with `after`, only the events after that one (decision 0059).
+   * once it is committed; with `after`, only the events after that one (decision 0059). On a
+   * cluster, a turn another node runs is followed from its journal until `signal` aborts (the
+   * client left).
    * @throws {AgentNotFoundError} {TurnNotRunningError}
    */
-  followTurn(reference: string, options?: { conversation?: string; after?: EventId }): AsyncIterable<FollowedEvent>;
+  followTurn(reference: string, options?: { conversation?: string; after?: EventId; signal?: AbortSignal }): Promise<AsyncIterable<FollowedEvent>>;
   /**
    * Cancels that turn, as `caller` (who must be allowed to message the agent; the owner by
    * default), named `by` in the session. Resolves once the turn has ended and what it said and did

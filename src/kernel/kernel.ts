@@ -67,6 +67,8 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     modelCalls: services.modelCalls,
     recentFailures: trackRecentFailures(events, clock),
     announce: (event) => events.publish(event),
+    // On a cluster a turn another node runs is followed here from its journal, read again at each event of its agent.
+    ...(dependencies.node?.leasesTurns === true ? { cluster: { subscribe: (listener) => events.subscribe(listener) } } : {}),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {
@@ -178,7 +180,7 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     // src/a2a/task-recovery.ts); one of another agent type, which has no key, is not recorded (decision 0045).
     stream: (reference, message, options = {}) =>
       streamRun((emit) => turns.send(reference, message, { ...options, emit, acknowledged: options.door !== 'a2a' })),
-    runningTurn: (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
+    runningTurn: async (reference, options = {}) => flow.runningTurn(registry.resolve(reference), options.conversation),
     turnCounts: () => flow.turnCounts(),
     journaledTurns: () => flow.journaledTurns(),
     keyedTurn: async (reference, idempotencyKey, options = {}) =>
@@ -192,7 +194,7 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
       if (registry.find(record.agentId) === undefined && (await store.agents.get(record.agentId)) !== undefined) return false;
       return resumeTurn(resumeParts, record);
     },
-    followTurn: (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after),
+    followTurn: async (reference, options = {}) => flow.followTurn(registry.resolve(reference), options.conversation, options.after, options.signal),
     cancelTurn: async (reference, options = {}) =>
       flow.cancelTurn(registry.resolve(reference), options.caller ?? OWNER, options.by ?? 'the owner', options.conversation),
     shutdown: () => lifecycle.shutdown(),

@@ -22,8 +22,11 @@ export interface StreamEntry {
   ends?: number[];
 }
 
-/** An event a follower gets, with its id (`Last-Event-ID`); or `rewind` (see {@link LiveTurn.follow}). */
-export type FollowedEvent = { id: string; event: AgentEvent } | { rewind: string };
+/**
+ * An event a follower gets, with its id (`Last-Event-ID`); or `rewind` (see {@link LiveTurn.follow}).
+ * An event without an id is one a node that did not run the turn tells of its end (see `followElsewhere`).
+ */
+export type FollowedEvent = { id?: string; event: AgentEvent } | { rewind: string };
 
 /** The stream events not yet saved, as a journal step keeps them (see {@link LiveTurn.unsaved}). */
 export interface StreamStepData {
@@ -44,6 +47,27 @@ export function parseEventId(id: string): { turnId: string; epoch: string; seq: 
 
 /** An event of a turn's stream, named by its id's parts. */
 export type EventId = NonNullable<ReturnType<typeof parseEventId>>;
+
+/** Whether `entries` (a turn's events, in order) hold the event `id` names. */
+export function holdsEvent(entries: readonly StreamEntry[], id: EventId): boolean {
+  return entries.some((entry) => entry.epoch === id.epoch && entry.first <= id.seq && id.seq <= entry.seq);
+}
+
+/**
+ * The events of turn `turnId` in `entries` after its event number `from` (every one from 0), each
+ * with its id: of a stretch of text the follower has the start of, the rest of it.
+ */
+export function eventsAfter(turnId: string, entries: readonly StreamEntry[], from: number): { id: string; event: AgentEvent }[] {
+  const events: { id: string; event: AgentEvent }[] = [];
+  for (const entry of entries) {
+    if (entry.seq <= from) continue;
+    const id = eventId(turnId, entry);
+    if (entry.first <= from && entry.event.type === 'text-delta')
+      events.push({ id, event: { type: 'text-delta', text: entry.event.text.slice(entry.ends?.[from - entry.first] ?? 0) } });
+    else events.push({ id, event: entry.event });
+  }
+  return events;
+}
 
 /**
  * Follows `turn` after `after` (all of it without), as `LiveTurn.follow` does.
@@ -91,6 +115,11 @@ export class LiveTurn {
    * it): until then no one holds an event id to come back with, and the journal saves none.
    */
   #shown: boolean;
+  /**
+   * Whether its events are saved with the journal's commits though no client here was shown them:
+   * on a cluster a client of another node may follow it, from the journal (decision 0059).
+   */
+  readonly #shared: boolean;
   #seq = 0;
   /** The tool calls the saved events announced: a resumed turn that runs one of them again does not announce it twice. */
   readonly #announced = new Set<string>();
@@ -103,7 +132,7 @@ export class LiveTurn {
     conversation: string | undefined,
     message: string,
     receivedAt: number,
-    stream: { turnId: string; epoch: string; shown: boolean; saved?: readonly StreamEntry[] },
+    stream: { turnId: string; epoch: string; shown: boolean; shared?: boolean; saved?: readonly StreamEntry[] },
   ) {
     this.agentId = agentId;
     this.conversation = conversation;
@@ -118,6 +147,7 @@ export class LiveTurn {
     }
     this.#saved = this.#entries.length;
     this.#shown = stream.shown;
+    this.#shared = stream.shared === true;
     this.#ended = new Promise((resolve) => (this.#resolve = resolve));
   }
 
@@ -163,10 +193,10 @@ export class LiveTurn {
   /**
    * The events not yet saved, as a journal step (kind `stream`) to commit with the journal's next
    * step, and from then on taken as saved; undefined when there are none, or when no client has
-   * been shown any (they are saved with the first commit after one has).
+   * been shown any (they are saved with the first commit after one has) and no other node's may follow it.
    */
   unsaved(): StreamStepData | undefined {
-    if (!this.#shown || this.#entries.length === this.#saved) return undefined;
+    if ((!this.#shown && !this.#shared) || this.#entries.length === this.#saved) return undefined;
     const entries = this.#entries.slice(this.#saved);
     this.#saved = this.#entries.length;
     return { entries };
@@ -184,7 +214,7 @@ export class LiveTurn {
 
   /** Whether the event `id` names is one the turn still has (one a daemon that died had not saved is not). */
   has(id: EventId): boolean {
-    return id.turnId === this.turnId && this.#entries.some((entry) => entry.epoch === id.epoch && entry.first <= id.seq && id.seq <= entry.seq);
+    return id.turnId === this.turnId && holdsEvent(this.#entries, id);
   }
 
   /**
@@ -206,14 +236,7 @@ export class LiveTurn {
       queue.push({
         rewind: `the daemon restarted, and event "${eventId(after.turnId, after)}" was said after the last step it saved; the turn goes on from its journal: here it is from the start`,
       });
-    for (const entry of this.#entries) {
-      if (entry.seq <= from) continue;
-      const id = eventId(this.turnId, entry);
-      // A stretch of text the follower has the start of: the rest of it.
-      if (entry.first <= from && entry.event.type === 'text-delta')
-        queue.push({ id, event: { type: 'text-delta', text: entry.event.text.slice(entry.ends?.[from - entry.first] ?? 0) } });
-      else queue.push({ id, event: entry.event });
-    }
+    for (const event of eventsAfter(this.turnId, this.#entries, from)) queue.push(event);
     const listener: Listener = (entry) => (entry === undefined ? queue.close() : queue.push({ id: eventId(this.turnId, entry), event: entry.event }));
     if (this.status === undefined) this.#listeners.add(listener);
     else queue.close();
@@ -276,16 +299,32 @@ export class LiveTurns {
    * @throws {TurnNotRunningError} when neither is there.
    */
   follow(agent: { id: string; name: string }, conversation: string | undefined, after: EventId | undefined, now: number): AsyncIterable<FollowedEvent> {
-    this.#prune(now);
-    const ended = after === undefined ? undefined : this.#ended.get(after.turnId)?.turn;
-    if (ended !== undefined && ended.agentId === agent.id && ended.conversation === conversation) return ended.follow(after);
     // The turn the client followed, while it is under way: queued behind another one too (turns
     // resumed after a restart wait for each other), not whichever of the session's runs now.
-    const own = after === undefined ? undefined : this.find(agent.id, conversation, after.turnId);
-    const turn = own ?? this.current(agent.id, conversation);
+    const own = after === undefined ? undefined : this.followHere(agent.id, conversation, after.turnId, after, now);
+    if (own !== undefined) return own;
+    const turn = this.current(agent.id, conversation);
     if (turn === undefined)
       throw after === undefined ? new TurnNotRunningError(agent.name, 'follow') : TurnNotRunningError.ended(agent.name, eventId(after.turnId, after));
     return followFrom(turn, agent.name, after);
+  }
+
+  /**
+   * Follows the turn `turnId` on that session of the agent (after `after`, an event of it, when
+   * given) while it is under way here or ended lately (the rest of it, then its end); undefined
+   * when it is neither.
+   */
+  followHere(
+    agentId: string,
+    conversation: string | undefined,
+    turnId: string,
+    after: EventId | undefined,
+    now: number,
+  ): AsyncIterable<FollowedEvent> | undefined {
+    this.#prune(now);
+    const ended = this.#ended.get(turnId)?.turn;
+    const turn = ended !== undefined && ended.agentId === agentId && ended.conversation === conversation ? ended : this.find(agentId, conversation, turnId);
+    return turn?.follow(after);
   }
 
   /** Registers a turn just accepted on the session of `conversation` (the main one when undefined), its stream as `LiveTurn` takes it; call `close` when it has ended. */

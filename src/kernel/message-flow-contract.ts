@@ -134,8 +134,11 @@ export interface MessageFlow {
   runTask(reference: string, task: TaskTurn, options?: SendOptions): Promise<TurnResult>;
   /** Aborts an agent's running and queued turns (it was killed or suspended, or the kernel stops). */
   stopTurns(agent: AgentEntry, reason: 'kill' | 'suspend' | 'shutdown'): void;
-  /** The agent's turn on the session of `conversation` (its main session without one) that runs now (else the first one waiting), if any. */
-  runningTurn(agent: AgentEntry, conversation?: string): RunningTurnView | undefined;
+  /**
+   * The agent's turn on the session of `conversation` (its main session without one) that runs now
+   * (else the first one waiting), if any; on a cluster, one another node runs (`runningElsewhere`).
+   */
+  runningTurn(agent: AgentEntry, conversation?: string): Promise<RunningTurnView | undefined>;
   /** How many turns run now and how many wait, across every agent and session. */
   turnCounts(): TurnCounts;
   /** The journal ids of this process's turns under way or queued: their node renews its leases on them (decision 0061). */
@@ -150,10 +153,12 @@ export interface MessageFlow {
   /**
    * Follows that turn: its events so far (text joined), each with its id, then the rest as they
    * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the
-   * last event a client got, `Last-Event-ID`), only those after it (see `LiveTurn.follow`).
+   * last event a client got, `Last-Event-ID`), only those after it (see `LiveTurn.follow`). On a
+   * cluster, a turn another node runs is followed from its journal (`followElsewhere`) until
+   * `signal` aborts.
    * @throws {TurnNotRunningError} when it has none, or when `after` names an event of a turn that has ended.
    */
-  followTurn(agent: AgentEntry, conversation?: string, after?: EventId): AsyncIterable<FollowedEvent>;
+  followTurn(agent: AgentEntry, conversation?: string, after?: EventId, signal?: AbortSignal): Promise<AsyncIterable<FollowedEvent>>;
   /**
    * Cancels that turn as `caller` (who must be allowed to message the agent), and resolves once
    * it has ended and what it said and did is committed, with how it ended.

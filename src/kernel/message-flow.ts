@@ -16,6 +16,7 @@ import type { MessageFlow, SendOptions, TaskTurn, TurnSeal } from './message-flo
 import { createModuleTurns } from './module-turns.ts';
 import { noEvents, type TurnPlace } from './open-turn.ts';
 import { TaskTurns } from './task-turn.ts';
+import { followElsewhere, runningElsewhere } from './turn-followed-elsewhere.ts';
 import { sessionOf, TurnIntake } from './turn-intake.ts';
 import { savedStreamOf } from './turn-journal.ts';
 import { WorkflowRunner } from './workflow-runner.ts';
@@ -100,7 +101,15 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     };
     // A turn can be followed again by a client that left, and cancelled, on whichever session it
     // runs; its events keep their ids across a restart (decision 0059).
-    const live = liveTurns.open(entry.id, options.conversation, message, receivedAt, streamOf(journal?.turnId ?? parts.ids.uuid(), resume, place.stream));
+    // On a cluster a client of another node may follow it, from what its journal saves.
+    const shared = parts.cluster !== undefined && journal !== undefined;
+    const live = liveTurns.open(
+      entry.id,
+      options.conversation,
+      message,
+      receivedAt,
+      streamOf(journal?.turnId ?? parts.ids.uuid(), resume, place.stream, shared),
+    );
     if (journal !== undefined) {
       journal.stream = () => live.unsaved() as unknown as JsonObject | undefined;
       live.onShown = () => {
@@ -159,16 +168,19 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
 
   /**
    * A live turn's stream: under a new epoch for this run of it, after the events its journal saved
-   * when it is resumed; `shown` when its caller streams it (or it is resumed: a client may come back).
+   * when it is resumed; `shown` when its caller streams it (or it is resumed: a client may come back);
+   * `shared` when a client of another node may follow it (see `LiveTurn`).
    */
   const streamOf = (
     turnId: string,
     resume: TurnJournalRecord | undefined,
     shown: boolean,
-  ): { turnId: string; epoch: string; shown: boolean; saved?: StreamEntry[] } => ({
+    shared: boolean,
+  ): { turnId: string; epoch: string; shown: boolean; shared: boolean; saved?: StreamEntry[] } => ({
     turnId,
     epoch: parts.ids.uuid().slice(0, 8),
     shown,
+    shared,
     ...(resume === undefined ? {} : { saved: savedStreamOf(resume) }),
   });
 
@@ -176,7 +188,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     send,
     runTask,
     callModel: (agentId, request) => parts.modelCalls.call(agentId, request),
-    runningTurn: (agent, conversation) => liveTurns.current(agent.id, conversation)?.view(),
+    async runningTurn(agent, conversation) {
+      const here = liveTurns.current(agent.id, conversation)?.view();
+      // On a cluster the turn may run on another node: shown as its journal holds it.
+      return here !== undefined || parts.cluster === undefined ? here : runningElsewhere(store, agent.id, conversation);
+    },
     turnCounts: () => liveTurns.counts(),
     journaledTurns: () => intake.journaled(),
     async keyedTurn(agent, caller, idempotencyKey, conversation) {
@@ -198,7 +214,29 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         },
       };
     },
-    followTurn: (agent, conversation, after) => liveTurns.follow(agent, conversation, after, clock.now()),
+    async followTurn(agent, conversation, after, signal) {
+      try {
+        return liveTurns.follow(agent, conversation, after, clock.now());
+      } catch (error) {
+        // On a cluster the turn may run on another node: followed from its journal.
+        const { cluster } = parts;
+        if (!(error instanceof TurnNotRunningError) || cluster === undefined) throw error;
+        const elsewhere = await followElsewhere(
+          {
+            store,
+            clock,
+            subscribe: (listener) => cluster.subscribe(listener),
+            here: (turnId, from) => liveTurns.followHere(agent.id, conversation, turnId, from, clock.now()),
+          },
+          agent.id,
+          conversation,
+          after,
+          signal,
+        );
+        if (elsewhere === undefined) throw error;
+        return elsewhere;
+      }
+    },
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);
       const turn = currentTurn(agent, conversation, 'cancel');

@@ -194,3 +194,37 @@ export function withoutMetadata(messages: readonly ModelMessage[]): ModelMessage
     return Array.isArray(stripped.content) ? ({ ...stripped, content: stripped.content.map((part) => stripMetadata(part)) } as ModelMessage) : stripped;
   });
 }
+
+/** Loom's metadata of a stored message or part (under `providerOptions`), if it has any. */
+function metadataOf(value: unknown): Record<string, unknown> | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const options = (value as { providerOptions?: Record<string, unknown> }).providerOptions;
+  const metadata = options?.[LOOM_METADATA_KEY];
+  return typeof metadata === 'object' && metadata !== null ? (metadata as Record<string, unknown>) : undefined;
+}
+
+/**
+ * The turn `turnId` as a session's stored messages keep it (see {@link sealTurn}): its record, and
+ * the text its model said (its assistant messages' text, the note that ends a turn that did not
+ * finish left out), as the turn's result had it; undefined when the session holds no such turn.
+ */
+export function committedTurnOf(messages: readonly unknown[], turnId: string): { record: TurnRecord; text: string } | undefined {
+  const start = messages.findIndex((message) => {
+    const turn = metadataOf(message)?.['turn'] as { id?: unknown } | undefined;
+    return turn?.id === turnId;
+  });
+  if (start === -1) return undefined;
+  const record = metadataOf(messages[start])?.['turn'] as TurnRecord;
+  let text = '';
+  for (const message of messages.slice(start + 1)) {
+    // The next turn starts at its own stamped message.
+    if (metadataOf(message)?.['at'] !== undefined) break;
+    const { role, content } = message as { role?: unknown; content?: unknown };
+    if (role !== 'assistant') continue;
+    if (typeof content === 'string') text += content;
+    else if (Array.isArray(content))
+      for (const part of content as { type?: unknown; text?: unknown }[])
+        if (part.type === 'text' && typeof part.text === 'string' && metadataOf(part)?.['note'] === undefined) text += part.text;
+  }
+  return { record, text };
+}

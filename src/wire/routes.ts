@@ -160,7 +160,7 @@ export const API = {
     path: '/api/agents/{agent}/turn',
     tag: 'agents',
     summary:
-      "the running turn `{ run_id, message, received_at, state }` on the caller's session (or the one chosen); with `Accept: text/event-stream` its events so far, each with an `id:`, then the rest; with `Last-Event-ID` only those after that one, across a restart too (decision 0059)",
+      "the running turn `{ run_id, message, received_at, state }` on the caller's session (or the one chosen); with `Accept: text/event-stream` its events so far, each with an `id:`, then the rest; with `Last-Event-ID` only those after that one, across a restart too; on a cluster, from any node: a turn another node runs is followed step by step from its journal (decision 0059)",
     params: { agent: AGENT },
     query: queryOf(schemas.TurnQuerySchema, {
       ...SESSION_CHOICE,

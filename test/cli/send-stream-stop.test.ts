@@ -97,7 +97,7 @@ describe('Ctrl-C in loom send --stream', () => {
         },
         { role: 'assistant', content: [{ type: 'text', text: 'It was a dark and' }, { type: 'text' }] },
       ]);
-      expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();
+      expect(await daemon.host.kernel.runningTurn('teller')).toBeUndefined();
     }, 30_000);
 
     it('without --stream too: cancels the turn on the daemon, says so, prints no reply, and exits 130', async () => {
@@ -119,7 +119,7 @@ describe('Ctrl-C in loom send --stream', () => {
         },
         { role: 'assistant', content: [{ type: 'text' }] },
       ]);
-      expect(daemon.host.kernel.runningTurn('teller')).toBeUndefined();
+      expect(await daemon.host.kernel.runningTurn('teller')).toBeUndefined();
     }, 30_000);
   });
 

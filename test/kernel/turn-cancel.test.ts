@@ -66,13 +66,13 @@ describe('cancelling a turn', () => {
     const events = host.kernel.stream('teller', 'Tell me a long story')[Symbol.asyncIterator]();
     await readUntil(events, (_event, all) => textOf(all) === 'Once upon a time');
 
-    expect(host.kernel.runningTurn('teller')).toMatchObject({ message: 'Tell me a long story', state: 'running' });
+    expect(await host.kernel.runningTurn('teller')).toMatchObject({ message: 'Tell me a long story', state: 'running' });
     const cancelled = await host.kernel.cancelTurn('teller', { by: 'owner' });
     expect(cancelled).toMatchObject({ agent: 'teller', status: 'cancelled' });
     expect(cancelled.run_id).toMatch(/^[0-9a-f-]{36}$/);
     const rest = await readUntil(events, (event) => event.type === 'error');
     expect(rest.at(-1)).toMatchObject({ type: 'error', code: 'TURN_CANCELLED', message: expect.stringContaining('cancelled by owner') as string });
-    expect(host.kernel.runningTurn('teller')).toBeUndefined();
+    expect(await host.kernel.runningTurn('teller')).toBeUndefined();
 
     const session = await sessionOf('teller');
     expect(session).toMatchObject([
@@ -156,7 +156,7 @@ describe('cancelling a turn', () => {
       message: 'agent "idle" has no turn running; nothing to cancel',
     });
     await expect(host.kernel.cancelTurn('nobody')).rejects.toMatchObject({ code: 'AGENT_NOT_FOUND' });
-    expect(() => host.kernel.followTurn('idle')).toThrow(/has no turn running; nothing to follow/);
+    await expect(host.kernel.followTurn('idle')).rejects.toThrow(/has no turn running; nothing to follow/);
 
     server.script([{ text: 'busy', stall: held }]);
     const events = host.kernel.stream('idle', 'work')[Symbol.asyncIterator]();
@@ -181,7 +181,7 @@ describe('following a turn and its trace', () => {
     // The client goes away: the turn goes on.
     await started.return?.(undefined);
 
-    const follower = eventsOf(host.kernel.followTurn('narrator'));
+    const follower = eventsOf(await host.kernel.followTurn('narrator'));
     const replayed = await readUntil(follower, (event) => event.type === 'text-delta');
     expect(replayed[0]).toMatchObject({ type: 'run-start' });
     expect(replayed.filter((event) => event.type === 'text-delta')).toEqual([{ type: 'text-delta', text: 'The first part. ' }]);

@@ -40,7 +40,7 @@ describe('the chat page when its stream breaks, in Chromium against a real daemo
   };
   /** Whether the agent's running turn has said `text` so far (read from the daemon directly, not through the proxy). */
   const turnHasSaid = async (agent: string, text: string): Promise<true | undefined> => {
-    const events = host.kernel.followTurn(agent)[Symbol.asyncIterator]();
+    const events = (await host.kernel.followTurn(agent))[Symbol.asyncIterator]();
     let said = '';
     // What the turn has said so far comes at once; an event that does not come within a turn of the event loop is still to come.
     const later = (): Promise<undefined> => new Promise((resolve) => setImmediate(() => resolve(undefined)));

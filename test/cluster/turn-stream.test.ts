@@ -1,0 +1,204 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { readSse, readSseUntil, type SseEvent, sseText } from '../http/api-harness.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
+import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
+import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
+import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+
+// A turn's stream followed through another node of the cluster (decision 0059, amended): two
+// daemons in separate processes on one PostgreSQL database. The node that does not run the turn
+// shows each step the turn's node records, then its end; a turn taken over from a node that died
+// is followed by a client of the other node from its last event.
+
+/** The lease the nodes hold their turns with, in seconds: short, so that a takeover comes soon. */
+const LEASE_SECONDS = 3;
+
+let postgres: TestPostgres;
+let dir: Awaited<ReturnType<typeof makeTempDir>>;
+let model: ScriptedModelServer;
+let nodes: DaemonNodes;
+/** The world the agent's tool acts on: it counts requests. */
+let world: { server: Server; url: string; hits: string[] };
+
+beforeAll(async () => {
+  dir = await makeTempDir('loom-turn-stream-');
+  postgres = await startTestPostgres();
+}, 120_000);
+
+afterAll(async () => {
+  await postgres?.stop();
+  await dir?.remove();
+}, 60_000);
+
+beforeEach(async () => {
+  model = await startScriptedModelServer({ steps: [] });
+  nodes = new DaemonNodes(dir.path, model.url);
+  const hits: string[] = [];
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    hits.push(`${request.method ?? ''} ${request.url ?? ''}`);
+    request.resume();
+    response.end('the order is placed');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  world = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
+});
+
+afterEach(async (context) => {
+  if (context.task.result?.state === 'fail')
+    for (const node of nodes.started)
+      process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
+  await nodes.stopAll();
+  await new Promise<void>((resolve) => world.server.close(() => resolve()));
+  await model.close();
+}, 30_000);
+
+/** An agent that may call `http_request` on the world's server. */
+const manifest = (): string =>
+  `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n`;
+
+/** A call that is not idempotent (a POST): its node records the turn's step before and after it. */
+const order = { name: 'http_request', input: { url: '', method: 'POST', body: 'one order' } };
+const placeOrder = (): typeof order => ({ ...order, input: { ...order.input, url: `${world.url}/place` } });
+
+/** A promise the test settles when it chooses: what the scripted model waits for. */
+function gate(): { promise: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const promise = new Promise<void>((resolve) => (release = resolve));
+  return { promise, release };
+}
+
+/** Two nodes on a fresh database, the clerk spawned on A and held by B. */
+async function twoNodes(): Promise<{ a: DaemonNode; b: DaemonNode }> {
+  const database = await postgres.createDatabase();
+  const cluster = { turn_lease_seconds: LEASE_SECONDS };
+  const a = await nodes.start('stream-a', database.url, { cluster });
+  const b = await nodes.start('stream-b', database.url, { cluster });
+  const spawned = await fetch(`${a.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest() });
+  expect(spawned.status).toBe(201);
+  await waitFor('node B to hold the clerk', async () => (await fetch(`${b.url}/api/agents/clerk`)).ok);
+  return { a, b };
+}
+
+/** "place the order" sent to node A, its reply streamed (`POST …/messages` as SSE): its events as they come. */
+async function streamOnA(a: DaemonNode): Promise<AsyncGenerator<SseEvent>> {
+  const response = await fetch(`${a.url}/api/agents/clerk/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ message: 'place the order' }),
+  });
+  expect(response.status).toBe(200);
+  return readSse(response);
+}
+
+/** `GET …/turn` on a node as a stream, from `lastEventId` when given. */
+function followOn(node: DaemonNode, lastEventId?: string): Promise<Response> {
+  return fetch(`${node.url}/api/agents/clerk/turn`, {
+    headers: { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+  });
+}
+
+/** The events of a stream until it ends. */
+async function rest(events: AsyncGenerator<SseEvent>): Promise<SseEvent[]> {
+  const all: SseEvent[] = [];
+  for await (const event of events) if (event.comment === undefined) all.push(event);
+  return all;
+}
+
+const dataOf = (event: SseEvent | undefined): Record<string, unknown> => JSON.parse(event?.data ?? '{}') as Record<string, unknown>;
+
+describe("a turn's stream followed through another node", () => {
+  it('shows on node B each step node A records as the model is let go, then the rest of the reply and its end', async () => {
+    const first = gate();
+    const second = gate();
+    model.script([
+      { toolCalls: [placeOrder()], gate: first.promise },
+      { text: 'The order is placed.', gate: second.promise },
+    ]);
+    const { a, b } = await twoNodes();
+    const onA = await streamOnA(a);
+    await waitFor('the first model call', () => model.requests.length >= 1);
+
+    // Node B does not run the turn: it shows it, and follows it, from the journal node A writes.
+    const { running } = (await (await fetch(`${b.url}/api/agents/clerk/session`)).json()) as { running: { run_id: string } | null };
+    expect(running).toMatchObject({ message: 'place the order', state: 'running', run_id: expect.stringMatching(/^[0-9a-f-]{36}$/) as string });
+    const response = await followOn(b);
+    expect(response.status).toBe(200);
+    const onB = readSse(response);
+
+    first.release();
+    const steps = await readSseUntil(onB, 'tool-result');
+    expect(steps.map((event) => event.event)).toEqual(expect.arrayContaining(['run-start', 'tool-call', 'tool-result']));
+    expect(steps.some((event) => event.event === 'text-delta')).toBe(false);
+    expect(dataOf(steps.find((event) => event.event === 'tool-result'))).toMatchObject({
+      toolName: 'http_request',
+      text: expect.stringContaining('the order is placed') as string,
+    });
+    // The same events as node A streamed, under the same ids: a client may come back to either node with them.
+    const seenOnA = await readSseUntil(onA, 'tool-result');
+    expect(steps.map((event) => `${event.id ?? ''} ${event.event ?? ''}`)).toEqual(
+      seenOnA.filter((event) => steps.some((step) => step.id === event.id)).map((event) => `${event.id ?? ''} ${event.event ?? ''}`),
+    );
+    expect(steps.every((event) => event.id?.startsWith(`${running?.run_id ?? ''}:`))).toBe(true);
+
+    second.release();
+    const ending = await rest(onB);
+    expect(sseText(ending)).toBe('The order is placed.');
+    expect(ending.at(-1)?.event).toBe('run-finish');
+    expect(dataOf(ending.at(-1))).toMatchObject({ result: { text: 'The order is placed.', iterations: 2, model: 'openai/gpt-4o' } });
+    expect(world.hits).toEqual(['POST /place']);
+    await rest(onA);
+  }, 90_000);
+
+  it('shows on node B the steps of a turn node A runs for a plain JSON request with an Idempotency-Key, and its end', async () => {
+    const second = gate();
+    model.script([{ toolCalls: [placeOrder()] }, { text: 'Placed.', gate: second.promise }]);
+    const { a, b } = await twoNodes();
+    const reply = fetch(`${a.url}/api/agents/clerk/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'order-1' },
+      body: JSON.stringify({ message: 'place the order' }),
+    });
+    // Awaited at the end; a test that fails first leaves it to fail with its node.
+    reply.catch(() => undefined);
+    await waitFor('the model call after the tool result', () => model.requests.length >= 2);
+
+    // Nobody streams it on node A; on a cluster its steps are saved all the same, for node B's clients.
+    const response = await followOn(b);
+    expect(response.status).toBe(200);
+    const onB = readSse(response);
+    const steps = await readSseUntil(onB, 'tool-result');
+    expect(steps.map((event) => event.event)).toEqual(expect.arrayContaining(['run-start', 'tool-call', 'tool-result']));
+
+    second.release();
+    const ending = await rest(onB);
+    expect(sseText(ending)).toBe('Placed.');
+    expect(dataOf(ending.at(-1))).toMatchObject({ result: { text: 'Placed.' } });
+    expect(((await (await reply).json()) as { text: string }).text).toBe('Placed.');
+  }, 90_000);
+
+  it('a client of the node that died follows the turn on the other node from its last event, before and after that node takes the turn over', async () => {
+    model.script([{ toolCalls: [placeOrder()] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const { a, b } = await twoNodes();
+    const onA = await streamOnA(a);
+    const seen = await readSseUntil(onA, 'tool-result');
+    await waitFor('the model call after the tool result', () => model.requests.length >= 2);
+    model.script([{ text: 'The order is placed.' }]);
+    a.child.kill('SIGKILL');
+    await a.exited;
+
+    // At once, within node A's lease: node B does not run the turn yet, and follows it from its journal.
+    const response = await followOn(b, seen.at(-1)?.id);
+    expect(response.status).toBe(200);
+    expect(b.output()).not.toContain('took over turn');
+    const ending = await rest(readSse(response));
+    expect(b.output()).toContain('took over turn');
+    expect(ending.map((event) => event.event)).not.toContain('rewind');
+    expect(ending.map((event) => event.event)).not.toContain('tool-call');
+    expect(sseText(ending)).toBe('The order is placed.');
+    expect(ending.at(-1)?.event).toBe('run-finish');
+    expect(dataOf(ending.at(-1))).toMatchObject({ result: { text: 'The order is placed.' } });
+    expect(world.hits).toEqual(['POST /place']);
+  }, 90_000);
+});
