@@ -112,12 +112,37 @@ export function taskThread(contextId: string): string {
   return `a2a:${boundedId(contextId)}`;
 }
 
+/** Where the turn of a task's message is journaled: its key, in the conversation `thread` (see {@link TaskKernel.keyedTurn}). */
+export interface TaskTurnPlace {
+  key: string;
+  thread: string;
+}
+
+/**
+ * Where the turn of the task's message may be journaled: first where this version puts it
+ * ({@link taskTurnKey}, {@link taskThread}), then where a daemon before it did, for a task it left
+ * unfinished at the upgrade: a message id past 128 characters went into the key whole before its
+ * SHA-256 did, and a task's and a context's ids whole for a while after. One place when no id is
+ * that long (every version put it there).
+ */
+export function taskTurnPlaces(taskId: string, messageId: string, contextId: string): TaskTurnPlace[] {
+  const places = [
+    { key: taskTurnKey(taskId, messageId), thread: taskThread(contextId) },
+    { key: `a2a:${taskId}:${boundedId(messageId)}`, thread: `a2a:${contextId}` },
+    { key: `a2a:${taskId}:${messageId}`, thread: `a2a:${contextId}` },
+  ];
+  return places.filter((place, at) => places.findIndex((other) => other.key === place.key && other.thread === place.thread) === at);
+}
+
 /** What the A2A server asks of the kernel as a task's creator, in the task's conversation (see {@link kernelOfTask}). */
 export interface TaskKernel {
   /** Sends the task's message to `agent`, its turn streamed. */
   stream(agent: string, text: string, options: Pick<SendOptions, 'signal' | 'door' | 'idempotencyKey'>): AsyncIterable<LoomEvent>;
-  /** The turn the task's message with `key` started (see `Kernel.keyedTurn`). */
-  keyedTurn(agent: string, key: string): Promise<KeyedTurn | undefined>;
+  /**
+   * The turn the task's message with `key` started (see `Kernel.keyedTurn`), in the conversation
+   * `thread` (the context's by default: another where an earlier version put it, see {@link taskTurnPlaces}).
+   */
+  keyedTurn(agent: string, key: string, thread?: string): Promise<KeyedTurn | undefined>;
 }
 
 /**
@@ -131,12 +156,12 @@ export function kernelOfTask(kernel: Kernel, caller: Caller, contextId: string):
     const face = kernelAs(kernel, principalOfCaller(caller));
     return {
       stream: (agent, text, options) => face.stream(agent, text, { thread, ...options }),
-      keyedTurn: (agent, key) => face.keyedTurn(agent, key, { thread }),
+      keyedTurn: (agent, key, where = thread) => face.keyedTurn(agent, key, { thread: where }),
     };
   }
   return {
     stream: (agent, text, options) => kernel.stream(agent, text, { caller, conversation: thread, ...options }),
-    keyedTurn: (agent, key) => kernel.keyedTurn(agent, key, { caller, conversation: thread }),
+    keyedTurn: (agent, key, where = thread) => kernel.keyedTurn(agent, key, { caller, conversation: where }),
   };
 }
 

@@ -18,7 +18,7 @@ import {
   kernelOfTask,
   responseArtifact,
   type TaskKernel,
-  taskTurnKey,
+  taskTurnPlaces,
   textOf,
   turnCanceledText,
   turnWasCanceled,
@@ -483,7 +483,12 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
   const message = task.history.findLast((entry) => entry.role === Role.ROLE_USER);
   if (creator === undefined || message === undefined || agent === '') return undefined;
   try {
-    return await creator.keyedTurn(agent, taskTurnKey(task.id, message.messageId));
+    // Where this version journals it, else where the daemon before an upgrade did.
+    for (const { key, thread } of taskTurnPlaces(task.id, message.messageId, task.contextId)) {
+      const turn = await creator.keyedTurn(agent, key, thread);
+      if (turn !== undefined) return turn;
+    }
+    return undefined;
   } catch (error) {
     // Its agent gone, or out of its creator's reach now: no turn of theirs to find.
     if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;

@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createA2aServer, type A2aPushOptions, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 
@@ -21,7 +22,8 @@ export interface A2aHarness {
  * deliveries on the host's fake clock and recorded in its audit log (`push` overrides some of
  * that; `push: false` leaves push notifications out). Tasks are kept in memory unless given a
  * `repository`, or `storeTasks` (the host's SQLite store, as the daemon keeps them). `daemon`: the
- * host resumes the turns the journal holds as running, as the daemon does at start.
+ * host resumes the turns the journal holds as running, as the daemon does at start. `kernel`: what
+ * the server is given in place of the host's kernel (one that does a part differently).
  */
 export async function startA2a(
   dir: string,
@@ -32,6 +34,7 @@ export async function startA2a(
     storeTasks?: boolean;
     daemon?: boolean;
     push?: Partial<A2aPushOptions> | false;
+    kernel?: (kernel: Kernel) => Kernel;
   } = {},
 ): Promise<A2aHarness> {
   const host = await openTestHost(dir, options.config ?? {}, undefined, { runSchedules: options.daemon ?? false });
@@ -41,7 +44,7 @@ export async function startA2a(
       ? undefined
       : { repository: host.store.a2aPushConfigs, clock: host.clock, record: (event) => host.store.events.append(event), ...options.push };
   const a2a = createA2aServer({
-    kernel: host.kernel,
+    kernel: options.kernel?.(host.kernel) ?? host.kernel,
     config: ConfigSchema.parse(options.config ?? {}),
     repository,
     logger: createSilentLogger(),

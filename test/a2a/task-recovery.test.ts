@@ -13,7 +13,7 @@ import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
 import type { Clock, EventRecord } from '../../src/contracts/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
-import type { Kernel, KeyedTurn } from '../../src/kernel/index.ts';
+import type { Kernel, KeyedTurn, SendOptions } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { createRecordingLogger } from '../support/recording-logger.ts';
@@ -579,6 +579,46 @@ describe('the recovery of unfinished A2A tasks', () => {
     expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     expect(JSON.stringify(read)).toContain('The story, resumed.');
   });
+
+  it.each([
+    ['whole in its key and its conversation (before ids were bounded)', (key: string, long: string) => key.replace(/sha256:[0-9a-f]{64}$/, long)],
+    ["bounded in its key, its context's whole in its conversation (before context ids were)", (key: string) => key],
+  ])(
+    'meets, after an upgrade, the turn of a task whose message and context ids are past 128 characters, journaled by the daemon before: %s',
+    async (_when, keyBefore) => {
+      const tasks = new InMemoryA2aTaskRepository();
+      const [messageId, contextId] = [`m-${'x'.repeat(200)}`, `c-${'y'.repeat(200)}`];
+      // The daemon before the upgrade: the turn journaled under the key and in the conversation it gave them.
+      const before = (kernel: Kernel): Kernel =>
+        new Proxy(kernel, {
+          get: (target, property, receiver): unknown =>
+            property === 'stream'
+              ? (agent: string, text: string, options: SendOptions) =>
+                  kernel.stream(agent, text, {
+                    ...options,
+                    idempotencyKey: keyBefore(options.idempotencyKey ?? '', messageId),
+                    conversation: `a2a:${contextId}`,
+                  })
+              : Reflect.get(target, property, receiver),
+        });
+      first = await startA2a(dir.path, { repository: tasks, kernel: before });
+      await first.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+      model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }, { text: 'The story, resumed.' }]);
+      const sent = sentAtOnce('Tell me a story');
+      const task = (await (await a2aClient(first.url, 'slow', 'none')).sendMessage({ ...sent, message: { ...sent.message, messageId, contextId } })) as Task;
+      await waitFor('the first model call', () => model.requests.length >= 1);
+
+      next = await startA2a(dir.path, { repository: tasks, daemon: true });
+      const done = await waitFor('the task to end', async () => {
+        const record = await tasks.get(task.id);
+        return record?.finished === true ? record : undefined;
+      });
+      expect(done.state).toBe('TASK_STATE_COMPLETED');
+      expect(JSON.stringify(done.task)).toContain('The story, resumed.');
+      // Its turn ran once, resumed: no second turn for the same message.
+      expect(model.requests).toHaveLength(2);
+    },
+  );
 
   it('looks the turn of a task up again, on the clock, when the store could not answer at start', async () => {
     hanging = await startHangingModelServer();

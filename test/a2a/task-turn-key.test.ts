@@ -4,7 +4,7 @@
  * are indexed: PostgreSQL refuses an index entry of a few KB).
  */
 import { describe, expect, it } from 'vitest';
-import { taskThread, taskTurnKey } from '../../src/a2a/agent-executor.ts';
+import { taskThread, taskTurnKey, taskTurnPlaces } from '../../src/a2a/agent-executor.ts';
 
 describe('taskTurnKey and taskThread', () => {
   it('keeps a message id of ordinary length as it is', () => {
@@ -23,5 +23,19 @@ describe('taskTurnKey and taskThread', () => {
   it("bounds a client's context id the same way, in the conversation the task's turns go to", () => {
     expect(taskThread('ctx-1')).toBe('a2a:ctx-1');
     expect(taskThread('c'.repeat(5_000))).toMatch(/^a2a:sha256:[0-9a-f]{64}$/);
+  });
+
+  it('looks a turn up where this version journals it, then where a daemon before the upgrade did, for ids past 128 characters only', () => {
+    expect(taskTurnPlaces('task-1', 'm-1', 'ctx-1')).toEqual([{ key: 'a2a:task-1:m-1', thread: 'a2a:ctx-1' }]);
+    const [message, context] = ['m'.repeat(200), 'c'.repeat(200)];
+    expect(taskTurnPlaces('task-1', message, context)).toEqual([
+      { key: taskTurnKey('task-1', message), thread: taskThread(context) },
+      { key: taskTurnKey('task-1', message), thread: `a2a:${context}` },
+      { key: `a2a:task-1:${message}`, thread: `a2a:${context}` },
+    ]);
+    expect(taskTurnPlaces('task-1', message, 'ctx-1')).toEqual([
+      { key: taskTurnKey('task-1', message), thread: 'a2a:ctx-1' },
+      { key: `a2a:task-1:${message}`, thread: 'a2a:ctx-1' },
+    ]);
   });
 });
