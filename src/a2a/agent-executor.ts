@@ -11,9 +11,20 @@ import {
 } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
-import { type Caller, callerOf, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, reachesAgent, refusalOf, type SendOptions } from '../kernel/index.ts';
+import {
+  bylineOf,
+  type Caller,
+  callerOf,
+  type Kernel,
+  kernelAs,
+  type KeyedTurn,
+  principalOfCaller,
+  reachesAgent,
+  refusalOf,
+  type SendOptions,
+} from '../kernel/index.ts';
 import type { JsonObject, Logger } from '../contracts/index.ts';
-import { isLoomError } from '../errors/index.ts';
+import { isLoomError, turnCancelledBy } from '../errors/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
@@ -31,6 +42,14 @@ export class LoomA2aUser implements User {
   get userName(): string {
     return callerName(this.caller);
   }
+}
+
+/**
+ * Who cancels a task, as its turn's end names them (see `bylineOf`, as the API's cancel of a turn
+ * does): a key's name quoted, `the owner` without keys, or the calling agent.
+ */
+export function canceledBy(caller: Caller): string {
+  return caller.kind === 'user' ? bylineOf(principalOfCaller(caller)) : `agent "${caller.agentId}"`;
 }
 
 /** The name a task records as its creator: the API key's name (`local` without keys), or the calling agent's id. */
@@ -298,7 +317,10 @@ export class LoomAgentExecutor implements AgentExecutor {
   readonly #logger: Logger;
   readonly #store: TaskStore | undefined;
   readonly #observe: ((event: AgentExecutionEvent) => void) | undefined;
-  readonly #running = new Map<string, { controller: AbortController; finished: boolean; contextId: string; record: (event: AgentExecutionEvent) => void }>();
+  readonly #running = new Map<
+    string,
+    { controller: AbortController; finished: boolean; contextId: string; bus: ExecutionEventBus; record: (event: AgentExecutionEvent) => void }
+  >();
 
   constructor(options: LoomAgentExecutorOptions) {
     this.#kernel = options.kernel;
@@ -333,7 +355,7 @@ export class LoomAgentExecutor implements AgentExecutor {
       this.#published(bus, event);
       record(event);
     };
-    const run = { controller: new AbortController(), finished: false, contextId, record };
+    const run = { controller: new AbortController(), finished: false, contextId, bus, record };
     this.#running.set(taskId, run);
     const status = (state: TaskState, message?: Message, metadata?: Record<string, unknown>): void => {
       if (run.finished) return;
@@ -427,24 +449,36 @@ export class LoomAgentExecutor implements AgentExecutor {
     }
   };
 
-  cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
-    const run = this.#running.get(taskId);
-    if (run !== undefined) {
-      run.controller.abort();
-      if (!run.finished) {
-        run.finished = true;
-        const canceled = AgentEvent.statusUpdate({
-          taskId,
-          contextId: run.contextId,
-          status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
-          metadata: undefined,
-        });
-        this.#published(bus, canceled);
-        run.record(canceled);
-      }
-    }
+  cancelTask = (taskId: string): Promise<void> => {
+    this.#cancel(taskId);
     return Promise.resolve();
   };
+
+  /**
+   * Cancels task `taskId` when it runs here, as `by` cancels it: its turn's error names them (as the
+   * API's cancel of a turn does), and the task ends canceled, as at {@link cancelTask}, which the SDK
+   * calls only for a task its canceller started (see `CheckedRequestHandler.cancelTask`).
+   */
+  cancelTurn(taskId: string, by: string): void {
+    this.#cancel(taskId, turnCancelledBy(by));
+  }
+
+  /** Aborts the task's turn (`reason`: why) and ends the task canceled, when it runs here. */
+  #cancel(taskId: string, reason?: Error): void {
+    const run = this.#running.get(taskId);
+    if (run === undefined) return;
+    run.controller.abort(reason);
+    if (run.finished) return;
+    run.finished = true;
+    const canceled = AgentEvent.statusUpdate({
+      taskId,
+      contextId: run.contextId,
+      status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+      metadata: undefined,
+    });
+    this.#published(run.bus, canceled);
+    run.record(canceled);
+  }
 
   /** Aborts every running task (shutdown). */
   abortAll(): void {

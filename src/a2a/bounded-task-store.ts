@@ -2,6 +2,7 @@ import { Task, TaskState, taskStateToJSON, type ListTasksRequest, type ListTasks
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
 import { StoreClosedError } from '../errors/index.ts';
 import { callerOfContext, isTaskVisible, seesEveryTask } from './agent-executor.ts';
+import type { Caller } from '../kernel/index.ts';
 import type { A2aTaskRecord, A2aTaskRepository } from './task-repository.ts';
 import { UNFINISHED_TASK_STATES } from './unfinished-tasks.ts';
 
@@ -57,7 +58,7 @@ export class BoundedTaskStore implements TaskStore {
    */
   readonly #written = new Map<string, A2aTaskRecord['task']>();
   /** What to do when a task is saved canceled, by task id (see {@link onCanceled}). */
-  readonly #cancelers = new Map<string, (task: Task) => void>();
+  readonly #cancelers = new Map<string, (task: Task, by: Caller | undefined) => void>();
   /** The last write of each task under way (see {@link update}): a task's writes run one after another. */
   readonly #writes = new Map<string, Promise<unknown>>();
 
@@ -75,9 +76,9 @@ export class BoundedTaskStore implements TaskStore {
    * an ended task another state is dropped (the SDK then answers a cancel of it `TaskNotCancelable`).
    * Dropped too when it meets the store closed while the daemon stops (see `stopping`).
    */
-  async save(task: Task, _context?: ServerCallContext): Promise<void> {
+  async save(task: Task, context?: ServerCallContext): Promise<void> {
     try {
-      await this.#inTurn(task.id, () => this.#save(task));
+      await this.#inTurn(task.id, () => this.#save(task, callerOfContext(context)));
     } catch (error) {
       if (!this.#closedAtStop(error)) throw error;
     }
@@ -116,19 +117,20 @@ export class BoundedTaskStore implements TaskStore {
   }
 
   /**
-   * Writes the task (see {@link save}). A task saved ended is no longer kept in `#written`, its save
-   * dropped or failed too; but for a save that met the store closed at the stop, kept as it was.
+   * Writes the task (see {@link save}), `by` the caller of the request that saves it, if any. A task
+   * saved ended is no longer kept in `#written`, its save dropped or failed too; but for a save that
+   * met the store closed at the stop, kept as it was.
    */
-  async #save(task: Task): Promise<void> {
+  async #save(task: Task, by?: Caller): Promise<void> {
     try {
-      await this.#write(task);
+      await this.#write(task, by);
     } catch (error) {
       if (isTerminalState(task.status?.state) && !this.#closedAtStop(error)) this.#written.delete(task.id);
       throw error;
     }
   }
 
-  async #write(task: Task): Promise<void> {
+  async #write(task: Task, by: Caller | undefined): Promise<void> {
     const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
     const existing = await this.#repository.get(task.id);
     // The first end wins: an ended task is never given another state (a cancel the SDK read the
@@ -168,7 +170,7 @@ export class BoundedTaskStore implements TaskStore {
       const cancel = this.#cancelers.get(task.id);
       this.#cancelers.delete(task.id);
       this.#canceled?.(task.id);
-      cancel?.(task);
+      cancel?.(task, by);
     }
   }
 
@@ -183,11 +185,12 @@ export class BoundedTaskStore implements TaskStore {
   }
 
   /**
-   * Calls `cancel` once, with the task saved, when the task is next saved canceled, whoever cancels it (the SDK marks a
-   * task canceled in the store itself when no executor runs it: a task whose turn runs without one,
-   * resumed after a restart). Returns the function that stops watching.
+   * Calls `cancel` once, with the task saved and who canceled it (the caller of the request that saved it: undefined
+   * when no request did), when the task is next saved canceled, whoever cancels it (the SDK marks a task canceled in
+   * the store itself when no executor runs it: a task whose turn runs without one, resumed after a restart). Returns
+   * the function that stops watching.
    */
-  onCanceled(taskId: string, cancel: (task: Task) => void): () => void {
+  onCanceled(taskId: string, cancel: (task: Task, by: Caller | undefined) => void): () => void {
     this.#cancelers.set(taskId, cancel);
     return () => {
       if (this.#cancelers.get(taskId) === cancel) this.#cancelers.delete(taskId);

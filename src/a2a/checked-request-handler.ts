@@ -1,8 +1,9 @@
-import type { AgentCard, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
+import type { AgentCard, CancelTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
-import { chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
+import { callerOfContext, canceledBy, chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
+import { isTerminalState } from './bounded-task-store.ts';
 
 /**
  * The SDK dispatches push notifications only while its own event queue is read, which ends at
@@ -37,11 +38,15 @@ export interface CheckedRequestHandlerOptions {
 export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
   readonly #follow: CheckedRequestHandlerOptions['follow'];
+  readonly #store: TaskStore;
+  readonly #executor: LoomAgentExecutor;
 
   constructor(options: CheckedRequestHandlerOptions) {
     super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
     this.#maxBytes = options.maxBytes;
     this.#follow = options.follow;
+    this.#store = options.store;
+    this.#executor = options.executor;
   }
 
   #check(params: SendMessageRequest): void {
@@ -65,6 +70,19 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
     this.#check(params);
     chargeTurnOfContext(context);
     yield* super.sendMessageStream(params, context);
+  }
+
+  /**
+   * The SDK cancels a task's turn only through an event bus of the canceller's own (it keeps them per
+   * caller): an owner's cancel of another key's task was saved while its turn went on. The turn of a
+   * task the canceller sees, running here, is cancelled first, naming who cancels it (as the API's
+   * cancel of a turn does, whoever started it), then the SDK cancels the task.
+   */
+  override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    const caller = callerOfContext(context);
+    const task = await this.#store.load(params.id, context);
+    if (caller !== undefined && task !== undefined && !isTerminalState(task.status?.state)) this.#executor.cancelTurn(params.id, canceledBy(caller));
+    return super.cancelTask(params, context);
   }
 
   /**

@@ -9,12 +9,13 @@
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, LoomError, messageOf, StoreError } from '../errors/index.ts';
-import { type Kernel, type KeyedTurn, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
+import { type Caller, type Kernel, type KeyedTurn, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import {
   agentMessage,
   approvalMessage,
   callerOfKey,
+  canceledBy,
   kernelOfTask,
   responseArtifact,
   type TaskKernel,
@@ -33,8 +34,14 @@ export const TASK_RECOVERY_RETRY_MS = 30_000;
 /** How many times it asks again before it leaves the task unfinished, for the next start (10 minutes). */
 export const TASK_RECOVERY_ATTEMPTS = 20;
 
-/** Who a recovered task's turn is canceled by, when its client cancels the task. */
-const CANCELED_BY = 'the client of its A2A task';
+/**
+ * Who a recovered task's turn is canceled by, when the task is found canceled with no request that
+ * canceled it known (canceled on another node, or before the recovery watched it).
+ */
+const CANCELED_BY = 'a client of its A2A task';
+
+/** Who canceled a task: `by`, the caller of the request that saved it canceled, as its turn's end names them (see `canceledBy`). */
+const cancelerOf = (by: Caller | undefined): string => (by === undefined ? CANCELED_BY : canceledBy(by));
 
 /** What {@link recoverTasks} works on. */
 export interface TaskRecoveryParts {
@@ -164,11 +171,11 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
   if (!turn.here && !elsewhere) return later.add(task, agent, met.tries, NOT_HERE);
   // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here, at
   // once, or once it runs here (taken over).
-  let canceled = false;
-  const unwatch = parts.store.onCanceled(task.id, (saved) => {
-    canceled = true;
+  let canceled: string | undefined;
+  const unwatch = parts.store.onCanceled(task.id, (saved, by) => {
+    canceled = cancelerOf(by);
     parts.notifier?.notifyStored(agent, saved);
-    turn.cancel(CANCELED_BY);
+    turn.cancel(canceled);
   });
   void endOf(parts, task, agent, turn, () => canceled)
     .then((outcome) => {
@@ -193,10 +200,16 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
  * The outcome of the task of `found`, a running turn, once it ends. A turn not here (running on
  * another node, or to be taken over once its lease lapses, this node included) is looked up again
  * every 2 s until it runs here or has ended (10 minutes at most: then unanswered). While it runs
- * here, the task shows its approvals; a task its client canceled (`canceled`) before has its turn
- * canceled then, asked again until it is or it ends.
+ * here, the task shows its approvals; a task a client canceled before (`canceled`: who) has its
+ * turn canceled then, asked again until it is or it ends.
  */
-async function endOf(parts: TaskRecoveryParts, task: Task, agent: string, found: KeyedTurn, canceled: () => boolean): Promise<TaskOutcome | Unanswered> {
+async function endOf(
+  parts: TaskRecoveryParts,
+  task: Task,
+  agent: string,
+  found: KeyedTurn,
+  canceled: () => string | undefined,
+): Promise<TaskOutcome | Unanswered> {
   const { clock, closing, logger } = parts;
   let turn: KeyedTurn | undefined = found;
   if (!found.here && clock !== undefined) {
@@ -217,7 +230,12 @@ async function endOf(parts: TaskRecoveryParts, task: Task, agent: string, found:
   }
   let ended = false;
   const outcome = outcomeOf(parts, () => here.result()).finally(() => (ended = true));
-  while (here.state === 'running' && canceled() && !ended && !here.cancel(CANCELED_BY) && clock !== undefined && !closing.aborted) {
+  // Whether nothing is left to cancel: not canceled, or its turn canceled now.
+  const cancel = (): boolean => {
+    const by = canceled();
+    return by === undefined || here.cancel(by);
+  };
+  while (here.state === 'running' && !ended && !cancel() && clock !== undefined && !closing.aborted) {
     const waited = new AbortController();
     await Promise.race([outcome, clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: AbortSignal.any([waited.signal, closing]) }).catch(() => undefined)]);
     waited.abort();
@@ -235,9 +253,9 @@ async function hereOrEnded(parts: TaskRecoveryParts, task: Task, agent: string):
   return turn;
 }
 
-/** A task waiting for the next round: `canceled` when its client canceled it and its turn is to be canceled once here. */
+/** A task waiting for the next round: `canceled` (who canceled it) when a client canceled it and its turn is to be canceled once here. */
 interface Waiting extends Met {
-  canceled: boolean;
+  canceled: string | undefined;
   unwatch: () => void;
 }
 
@@ -263,26 +281,27 @@ class UnansweredTasks {
   }
 
   /**
-   * Keeps the task for the next round (`canceled`, or canceled while it waited, when its turn is to
-   * be canceled), unless it was asked for as many times as it may be. Returns `why`.
+   * Keeps the task for the next round (`canceled`, who canceled it, or canceled while it waited,
+   * when its turn is to be canceled), unless it was asked for as many times as it may be. Returns `why`.
    */
-  add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled = false): Unanswered {
+  add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled?: string): Unanswered {
     const { clock, closing, logger, store } = this.#parts;
     const earlier = this.#waiting.get(task.id);
-    const cancel = canceled || earlier?.canceled === true;
+    const cancel = canceled ?? earlier?.canceled;
     if (clock === undefined || closing.aborted || tries >= TASK_RECOVERY_ATTEMPTS) {
       earlier?.unwatch();
       if (clock === undefined || closing.aborted) return why;
-      if (this.#gaveUp !== undefined) this.#gaveUp.push({ taskId: task.id, canceled: cancel });
-      else this.#tellGaveUp([{ taskId: task.id, canceled: cancel }], why.error, { agent, tries });
+      const given = { taskId: task.id, canceled: cancel !== undefined };
+      if (this.#gaveUp !== undefined) this.#gaveUp.push(given);
+      else this.#tellGaveUp([given], why.error, { agent, tries });
       return why;
     }
     const waiting: Waiting = { task, agent, tries, canceled: cancel, unwatch: () => undefined };
     // Its client may cancel it while it waits here: its turn is canceled then, if it runs here, else in a later round.
-    const stop = store.onCanceled(task.id, (saved) => {
-      waiting.canceled = true;
+    const stop = store.onCanceled(task.id, (saved, by) => {
+      waiting.canceled = cancelerOf(by);
       this.#parts.notifier?.notifyStored(agent, saved);
-      void cancelTurnOf(this.#parts, task, agent).then(
+      void cancelTurnOf(this.#parts, task, agent, waiting.canceled).then(
         (done) => {
           if (done) waiting.unwatch();
         },
@@ -366,14 +385,14 @@ class UnansweredTasks {
             waiting.tries = met.tries;
             if (met.tries < TASK_RECOVERY_ATTEMPTS) continue;
             waiting.unwatch();
-            gaveUp.push({ taskId: met.task.id, canceled: waiting.canceled });
+            gaveUp.push({ taskId: met.task.id, canceled: waiting.canceled !== undefined });
             continue;
           }
           asked += 1;
           const recovered = await this.#meet(waiting, met);
           if (typeof recovered === 'object') failed = worse(failed, recovered);
           // Met (its own watcher, if any, registered): watched here no longer, unless canceled meanwhile.
-          else if (!waiting.canceled) waiting.unwatch();
+          else if (waiting.canceled === undefined) waiting.unwatch();
         }
       } finally {
         this.#gaveUp = undefined;
@@ -387,7 +406,7 @@ class UnansweredTasks {
   /** Meets a waiting task again: with its turn, or, canceled, cancels its turn once it runs here. */
   async #meet(waiting: Waiting, met: Met): Promise<Recovered> {
     const { store } = this.#parts;
-    if (!waiting.canceled) {
+    if (waiting.canceled === undefined) {
       let task: Task | undefined;
       try {
         task = await store.load(met.task.id);
@@ -400,13 +419,15 @@ class UnansweredTasks {
         return isTerminalState(task.status?.state) ? 'settled' : recoverTask(this.#parts, this, { ...met, task, unwatch: waiting.unwatch });
       }
     }
+    // Who canceled it, when a request here did.
+    const by = waiting.canceled ?? CANCELED_BY;
     try {
-      if (await cancelTurnOf(this.#parts, met.task, met.agent)) {
+      if (await cancelTurnOf(this.#parts, met.task, met.agent, by)) {
         waiting.unwatch();
         return 'settled';
       }
     } catch (error) {
-      if (error instanceof StoreError) return this.add(met.task, met.agent, met.tries, { error, store: true }, true);
+      if (error instanceof StoreError) return this.add(met.task, met.agent, met.tries, { error, store: true }, by);
       // As `recoverTask` leaves a task it could not settle: asked for no more.
       waiting.unwatch();
       this.#parts.logger.error(
@@ -415,7 +436,7 @@ class UnansweredTasks {
       );
       return 'left';
     }
-    return this.add(met.task, met.agent, met.tries, NOT_HERE, true);
+    return this.add(met.task, met.agent, met.tries, NOT_HERE, by);
   }
 }
 
@@ -509,12 +530,13 @@ function asCreator(parts: TaskRecoveryParts, task: Task): TaskKernel | undefined
 
 /**
  * Cancels the task's turn (that turn, by its journal id: not a later task's in the same
- * conversation), as its creator, if it runs here: the task's client canceled the task. Resolves
- * whether nothing is left to cancel (canceled here, ended, or none): false while it runs elsewhere.
+ * conversation), found as its creator, if it runs here: `by` (who, named by the turn's end)
+ * canceled the task. Resolves whether nothing is left to cancel (canceled here, ended, or none):
+ * false while it runs elsewhere.
  */
-async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<boolean> {
+async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string, by: string): Promise<boolean> {
   const turn = await turnOf(parts, task, agent);
-  return turn?.state !== 'running' || turn.cancel(CANCELED_BY);
+  return turn?.state !== 'running' || turn.cancel(by);
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */

@@ -6,3 +6,8 @@ export class TurnCancelledError extends LoomError {
     super('TURN_CANCELLED', 'user', message, options);
   }
 }
+
+/** The error a turn ends with when `by` (who cancelled it: `the owner`, a key's name quoted) cancels it while it runs. */
+export function turnCancelledBy(by: string): TurnCancelledError {
+  return new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`);
+}

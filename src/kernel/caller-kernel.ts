@@ -69,9 +69,9 @@ export class CallerKernel {
     return reachesAgent(this.principal, name);
   }
 
-  /** Who the principal is, as a cancelled turn or a decision names them: `the owner` for `local`, else the key's name quoted. */
+  /** Who the principal is, as a cancelled turn or a decision names them (see {@link bylineOf}). */
   get byline(): string {
-    return this.principal.name === LOCAL_PRINCIPAL_NAME ? `the ${this.principal.role}` : `"${this.principal.name}"`;
+    return bylineOf(this.principal);
   }
 
   /** The ids of the live agents the principal may read, or undefined when it may read every row. */
@@ -386,6 +386,11 @@ export class CallerKernel {
       return this.#kernel.forgedTools.demote(id, this.principal.name, reason);
     },
   };
+}
+
+/** Who `principal` is, as a cancelled turn or a decision names them: `the owner` for `local`, else the key's name quoted. */
+export function bylineOf(principal: Principal): string {
+  return principal.name === LOCAL_PRINCIPAL_NAME ? `the ${principal.role}` : `"${principal.name}"`;
 }
 
 /**

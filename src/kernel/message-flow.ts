@@ -1,5 +1,5 @@
 import type { JsonObject, TurnJournalRecord } from '../contracts/index.ts';
-import { AgentStateError, TurnCancelledError, TurnNotRunningError } from '../errors/index.ts';
+import { AgentStateError, turnCancelledBy, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentEvent, type AgentEventSink, linkAbort, type TurnResult } from '../runtime/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withTurnSpan } from '../telemetry/spans.ts';
@@ -209,7 +209,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
         follow: () => followLive(liveTurns.find(agent.id, conversation, earlier.id)),
         cancel: (by) => {
           const live = liveTurns.find(agent.id, conversation, earlier.id);
-          live?.controller.abort(cancelledBy(by));
+          live?.controller.abort(turnCancelledBy(by));
           return live !== undefined;
         },
       };
@@ -240,7 +240,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);
       const turn = currentTurn(agent, conversation, 'cancel');
-      turn.controller.abort(cancelledBy(by));
+      turn.controller.abort(turnCancelledBy(by));
       const status = await turn.ended;
       return { agent: agent.name, run_id: turn.runId ?? null, status };
     },
@@ -272,9 +272,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     },
   };
 }
-
-/** Why a turn a client cancelled ended. */
-const cancelledBy = (by: string): TurnCancelledError => new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`);
 
 /** The events of `turn` (see `KeyedTurn.follow`): none without one. */
 async function* followLive(turn: LiveTurn | undefined): AsyncGenerator<AgentEvent> {

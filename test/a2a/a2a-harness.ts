@@ -1,6 +1,13 @@
 import { Hono } from 'hono';
 import { ConfigSchema } from '../../src/config/index.ts';
-import { createA2aServer, type A2aPushOptions, type A2aServer, InMemoryA2aTaskRepository, type A2aTaskRepository } from '../../src/a2a/index.ts';
+import {
+  createA2aServer,
+  type A2aPushOptions,
+  type A2aServer,
+  type A2aServerOptions,
+  InMemoryA2aTaskRepository,
+  type A2aTaskRepository,
+} from '../../src/a2a/index.ts';
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import type { Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
@@ -23,7 +30,8 @@ export interface A2aHarness {
  * that; `push: false` leaves push notifications out). Tasks are kept in memory unless given a
  * `repository`, or `storeTasks` (the host's SQLite store, as the daemon keeps them). `daemon`: the
  * host resumes the turns the journal holds as running, as the daemon does at start. `kernel`: what
- * the server is given in place of the host's kernel (one that does a part differently).
+ * the server is given in place of the host's kernel (one that does a part differently). `callerOf`:
+ * who asks each request (as the API's keys say), else the owner.
  */
 export async function startA2a(
   dir: string,
@@ -35,6 +43,7 @@ export async function startA2a(
     daemon?: boolean;
     push?: Partial<A2aPushOptions> | false;
     kernel?: (kernel: Kernel) => Kernel;
+    callerOf?: A2aServerOptions['callerOf'];
   } = {},
 ): Promise<A2aHarness> {
   const host = await openTestHost(dir, options.config ?? {}, undefined, { runSchedules: options.daemon ?? false });
@@ -51,6 +60,7 @@ export async function startA2a(
     now: () => host.clock.now(),
     push,
     ...(options.maxTasks === undefined ? {} : { maxTasks: options.maxTasks }),
+    ...(options.callerOf === undefined ? {} : { callerOf: options.callerOf }),
   });
   const app = new Hono();
   app.route('/', a2a.publicRoutes);
