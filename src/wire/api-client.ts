@@ -10,6 +10,8 @@ import type { AnswerOf, ApiRoute, BodyOf, ParamsOf, QueryOf } from './route-spec
 export type CallInput<R> = (R extends { params: object } ? { params: ParamsOf<R> } : { params?: undefined }) & {
   query?: QueryOf<R> | undefined;
   body?: BodyOf<R> | undefined;
+  /** A body already written, sent as it is with its media type instead of `body` as JSON (a manifest in TOML). */
+  text?: { content: string; type: string } | undefined;
   /** More request headers (`accept`, `last-event-id`, `idempotency-key`). */
   headers?: Record<string, string>;
   signal?: AbortSignal;
@@ -73,6 +75,7 @@ interface AnyInput {
   params?: Record<string, string>;
   query?: Record<string, string | number | undefined>;
   body?: unknown;
+  text?: { content: string; type: string } | undefined;
   headers?: Record<string, string>;
   signal?: AbortSignal;
 }
@@ -80,11 +83,12 @@ interface AnyInput {
 /** A client that sends each request through `transport`. */
 export function apiClient(transport: ApiTransport): ApiClient {
   const open = async (route: ApiRoute, input: AnyInput = {}): Promise<Response> => {
-    const { params, query, body, headers = {}, signal } = input;
+    const { params, query, body, text, headers = {}, signal } = input;
+    const sent = text ?? (body === undefined ? undefined : { content: JSON.stringify(body), type: 'application/json' });
     const response = await transport.fetch(pathOf(route, params, query), {
       method: route.method.toUpperCase(),
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      headers: sent === undefined ? headers : { 'content-type': sent.type, ...headers },
+      ...(sent === undefined ? {} : { body: sent.content }),
       ...(signal === undefined ? {} : { signal }),
     });
     if (!response.ok) throw await transport.error(response);

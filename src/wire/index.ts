@@ -7,7 +7,7 @@
  */
 export * from './views.ts';
 export { apiClient, pathOf } from './api-client.ts';
-export type { ApiClient, ApiRequestInit, CallArgs } from './api-client.ts';
+export type { ApiClient, ApiRequestInit, CallArgs, CallInput } from './api-client.ts';
 export {
   ApprovalDecisionBodySchema,
   ApprovalsQuerySchema,
@@ -32,7 +32,7 @@ export {
 } from './requests.ts';
 export type { ApprovalStatusFilter, UsageRangeName } from './requests.ts';
 export { API_TAGS } from './route-spec.ts';
-export type { AnswerOf, ApiHeader, ApiRoute, BodyOf, Param, RequestBody } from './route-spec.ts';
+export type { AnswerOf, ApiHeader, ApiRoute, BodyOf, Param, QueryOf, RequestBody } from './route-spec.ts';
 export { API } from './routes.ts';
 export { EVENT_TYPES, eventTypeProblem, RENAMED_EVENT_TYPES } from './event-types.ts';
 export type { EventType } from './event-types.ts';

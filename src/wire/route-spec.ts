@@ -49,8 +49,14 @@ export interface QuerySpec {
   params: Readonly<Record<string, Param>>;
 }
 
-/** A query of `schema`, each of its parameters described (the type leaves none out and adds none). */
-export const queryOf = <S extends z.ZodObject>(schema: S, params: { readonly [K in keyof S['shape']]-?: string }): QuerySpec & { schema: S } => ({
+/**
+ * A query of `schema`, each of its parameters described (the type leaves none out and adds none).
+ * Its `schema` is typed `S` alone (not `z.ZodObject & S`, whose input takes any key), so a client's query is checked by it.
+ */
+export const queryOf = <S extends z.ZodObject>(
+  schema: S,
+  params: { readonly [K in keyof S['shape']]-?: string },
+): { schema: S; params: QuerySpec['params'] } => ({
   schema,
   params: Object.fromEntries(Object.entries(params).map(([name, description]) => [name, { description }])),
 });
@@ -128,12 +134,12 @@ export const bodyOf = <S extends z.ZodType>(name: string, schema: S, required = 
 /** The path parameters of route `R`, each a string. */
 export type ParamsOf<R> = R extends { params: infer P } ? { [K in keyof P]: string } : Record<never, string>;
 
-/** The query parameters of route `R`, each optional. */
+/** The query parameters of route `R`, each optional; none for a route without a query. */
 export type QueryOf<R> = R extends { query: { schema: infer S extends z.ZodType } }
   ? z.input<S>
   : R extends { query: { params: infer Q } }
     ? { [K in keyof Q]?: string | undefined }
-    : Record<never, string>;
+    : Record<string, never>;
 
 /** The body route `R` reads, as a client writes it: its zod schema's input; unknown for a schema defined elsewhere. */
 export type BodyOf<R> = R extends { body: { schema: infer S extends z.ZodType } } ? z.input<S> : R extends { body: RequestBody } ? unknown : never;

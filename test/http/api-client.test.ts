@@ -102,6 +102,13 @@ describe('the client typed by the route table, against a real daemon', () => {
     expect(await client.call(API.metrics)).toContain('# TYPE');
   });
 
+  it("sends a body already written as it is, with its media type: a manifest in TOML, as the dashboard's editor sends it", async () => {
+    const client = clientOf(api);
+    const manifest = 'name = "noter"\n\n[model]\nprovider = "openai"\nmodel = "gpt-4o-mini"\n';
+    expect(await client.call(API.validateManifest, { text: { content: manifest, type: 'application/toml' } })).toMatchObject({ valid: true, format: 'toml' });
+    expect(await client.call(API.spawnAgent, { text: { content: manifest, type: 'application/toml' } })).toMatchObject({ name: 'noter', state: 'running' });
+  });
+
   it('answers the MCP servers and the external agents as objects, as the document now says (it listed arrays)', async () => {
     const client = clientOf(api);
     expect(await client.call(API.mcpServers)).toEqual({ configured: [], connected: [], total_configured: 0, total_connected: 0 });

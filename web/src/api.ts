@@ -1,6 +1,11 @@
 import { parseSse } from './sse.ts';
-import type { AnswerOf, API, BodyOf } from '../../src/wire/index.ts';
+import { apiClient, type ApiRequestInit, pathOf } from '../../src/wire/api-client.ts';
+// A value import of the route table: the build (web/vite.config.ts) gives the bundle each route's method, path and answer's media alone.
+import { API } from '../../src/wire/routes.ts';
+import type { AnswerOf, BodyOf } from '../../src/wire/index.ts';
 import { AUDIT_KINDS, type AgentEvent, type KernelEvent } from './types.ts';
+
+export { API };
 
 const KEY_STORAGE = 'loom.apiKey';
 
@@ -42,23 +47,21 @@ async function toApiError(response: Response): Promise<ApiError> {
   return new ApiError(response.status, 'HTTP_' + String(response.status), text.trim() || response.statusText);
 }
 
-/** Calls the API and parses its JSON answer. @throws {ApiError} */
-export async function api<T>(path: string, init: { method?: string; body?: string; contentType?: string; signal?: AbortSignal } = {}): Promise<T> {
-  let response: Response;
+/** Sends a request with the key; a daemon that does not answer is an {@link ApiError} of status 0 (`NETWORK`). */
+async function fetchOrGone(path: string, init: ApiRequestInit): Promise<Response> {
   try {
-    response = await fetch(path, {
-      method: init.method ?? 'GET',
-      headers: headersWith(init.contentType === undefined ? {} : { 'content-type': init.contentType }),
-      ...(init.body === undefined ? {} : { body: init.body }),
-      ...(init.signal === undefined ? {} : { signal: init.signal }),
-    });
+    return await fetch(path, { ...init, headers: headersWith(init.headers) });
   } catch (error) {
     throw new ApiError(0, 'NETWORK', `the daemon did not answer (${error instanceof Error ? error.message : String(error)})`);
   }
-  if (!response.ok) throw await toApiError(response);
-  if (response.status === 204) return undefined as T;
-  return (await response.json()) as T;
 }
+
+/**
+ * Calls a route of the API's table and resolves with its answer, typed by the route (`T` narrows
+ * an answer the table leaves wide, such as the audit log's rows). @throws {ApiError}
+ */
+const calls = apiClient({ fetch: fetchOrGone, error: toApiError });
+export const call = calls.call.bind(calls);
 
 /**
  * Approves or denies a pending tool call (owner keys only); an empty reason is none. `answer`
@@ -70,11 +73,7 @@ export function decideApproval(id: string, approved: boolean, reason = '', answe
     ...(reason.trim() === '' ? {} : { reason: reason.trim() }),
     ...(answer === undefined ? {} : { answer: answer as NonNullable<BodyOf<typeof API.approve>['answer']> }),
   };
-  const body = Object.keys(fields).length === 0 ? undefined : JSON.stringify(fields);
-  return api<AnswerOf<typeof API.approve>>(`/api/approvals/${encodeURIComponent(id)}/${approved ? 'approve' : 'deny'}`, {
-    method: 'POST',
-    ...(body === undefined ? {} : { body, contentType: 'application/json' }),
-  });
+  return call(approved ? API.approve : API.deny, { params: { id }, ...(Object.keys(fields).length === 0 ? {} : { body: fields }) });
 }
 
 /**
@@ -82,35 +81,26 @@ export function decideApproval(id: string, approved: boolean, reason = '', answe
  * finished run, as the API waits for it to end. @throws {ApiError} (409 `BINDING_BUSY` while it is still running)
  */
 export function runBinding(slug: string, binding: string, inputs: BodyOf<typeof API.runBinding>['inputs'] = {}): Promise<AnswerOf<typeof API.runBinding>> {
-  const body: BodyOf<typeof API.runBinding> = { inputs };
-  return api<AnswerOf<typeof API.runBinding>>(`/api/packages/${encodeURIComponent(slug)}/bindings/${encodeURIComponent(binding)}/run`, {
-    method: 'POST',
-    body: JSON.stringify(body),
-    contentType: 'application/json',
-  });
+  return call(API.runBinding, { params: { slug, binding }, body: { inputs } });
 }
 
+/** The header of a request for a stream of events. */
+export const EVENT_STREAM = { accept: 'text/event-stream' } as const;
+
 /**
- * Opens an endpoint that answers with a stream of agent events (`POST …/messages`, `GET …/turn`)
- * and calls `onEvent` for each as it arrives, with its id (what `Last-Event-ID` takes); `onOpen`
- * once the stream is open. Aborting `signal` stops listening.
- * @throws {ApiError} when the endpoint refuses; fetch's TypeError when the connection fails or breaks.
+ * Opens a route that answers with a stream of agent events (`POST …/messages`, `GET …/turn`,
+ * asked with {@link EVENT_STREAM}). @throws {ApiError} when the route refuses; fetch's TypeError when the connection fails.
  */
-export async function streamEvents(
-  path: string,
-  init: { method?: string; body?: string; contentType?: string; headers?: Record<string, string>; onOpen?: () => void },
-  onEvent: (event: AgentEvent, id: string | undefined) => void,
-  signal: AbortSignal,
-): Promise<void> {
-  const response = await fetch(path, {
-    method: init.method ?? 'GET',
-    headers: headersWith({ ...(init.contentType === undefined ? {} : { 'content-type': init.contentType }), ...init.headers, accept: 'text/event-stream' }),
-    ...(init.body === undefined ? {} : { body: init.body }),
-    signal,
-  });
-  if (!response.ok) throw await toApiError(response);
+const streams = apiClient({ fetch: (path, init) => fetch(path, { ...init, headers: headersWith(init.headers) }), error: toApiError });
+export const open = streams.open.bind(streams);
+
+/**
+ * Reads an open stream of agent events and calls `onEvent` for each as it arrives, with its id
+ * (what `Last-Event-ID` takes); `onOpen` first. @throws fetch's TypeError when the connection breaks.
+ */
+export async function readEvents(response: Response, onEvent: (event: AgentEvent, id: string | undefined) => void, onOpen?: () => void): Promise<void> {
   if (response.body === null) throw new ApiError(response.status, 'NO_BODY', 'the reply had no body');
-  init.onOpen?.();
+  onOpen?.();
   for await (const sse of parseSse(response.body)) {
     if (sse.event === undefined || sse.data === '') continue;
     onEvent(JSON.parse(sse.data) as AgentEvent, sse.id);
@@ -130,7 +120,7 @@ export type ConnectionState = 'connecting' | 'open' | 'closed';
 export function followKernelEvents(onEvent: (event: KernelEvent) => void, onState: (state: ConnectionState) => void): () => void {
   const key = apiKey();
   if (key === '') {
-    const source = new EventSource('/api/events');
+    const source = new EventSource(pathOf(API.events));
     const listener = (message: MessageEvent<string>): void => onEvent(JSON.parse(message.data) as KernelEvent);
     for (const type of AUDITED_EVENT_TYPES) source.addEventListener(type, listener);
     source.onmessage = listener;
@@ -143,7 +133,7 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
     while (!stop.signal.aborted) {
       onState('connecting');
       try {
-        const response = await fetch('/api/events', { headers: headersWith({ accept: 'text/event-stream' }), signal: stop.signal });
+        const response = await fetch(pathOf(API.events), { headers: headersWith({ accept: 'text/event-stream' }), signal: stop.signal });
         if (response.ok && response.body !== null) {
           onState('open');
           for await (const sse of parseSse(response.body)) if (sse.data !== '') onEvent(JSON.parse(sse.data) as KernelEvent);
@@ -160,32 +150,28 @@ export function followKernelEvents(onEvent: (event: KernelEvent) => void, onStat
 
 /** Promotes a forged tool one tier (owner keys only): the panel for the agent tier, a person's approval for shared. @throws {ApiError} */
 export function promoteForgedTool(id: string): Promise<AnswerOf<typeof API.promoteTool>> {
-  return api<AnswerOf<typeof API.promoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/promote`, { method: 'POST' });
+  return call(API.promoteTool, { params: { id } });
 }
 
 /** Demotes a forged tool one tier (owner keys only). @throws {ApiError} */
 export function demoteForgedTool(id: string, reason = ''): Promise<AnswerOf<typeof API.demoteTool>> {
-  const fields: BodyOf<typeof API.demoteTool> = { reason: reason.trim() };
-  const body = reason.trim() === '' ? undefined : JSON.stringify(fields);
-  return api<AnswerOf<typeof API.demoteTool>>(`/api/tools/forged/${encodeURIComponent(id)}/demote`, {
-    method: 'POST',
-    ...(body === undefined ? {} : { body, contentType: 'application/json' }),
-  });
+  return call(API.demoteTool, { params: { id }, ...(reason.trim() === '' ? {} : { body: { reason: reason.trim() } }) });
 }
 
 /** Lets the person given a pairing code talk to their channel's agent (owner keys only). @throws {ApiError} */
 export function approvePairing(code: string): Promise<AnswerOf<typeof API.approvePairing>> {
-  return api(`/api/channels/pairings/${encodeURIComponent(code)}/approve`, { method: 'POST' });
+  return call(API.approvePairing, { params: { code } });
 }
+
+/** A manifest as the editor holds it: its text, sent as TOML or JSON. */
+export const manifestBody = (text: string, format: 'toml' | 'json'): { content: string; type: string } => ({
+  content: text,
+  type: format === 'toml' ? 'application/toml' : 'application/json',
+});
 
 /** Checks a manifest without spawning anything: every error at its line, and the warnings. @throws {ApiError} */
 export function validateManifest(text: string, format: 'toml' | 'json', signal?: AbortSignal): Promise<AnswerOf<typeof API.validateManifest>> {
-  return api<AnswerOf<typeof API.validateManifest>>('/api/manifests/validate', {
-    method: 'POST',
-    body: text,
-    contentType: format === 'toml' ? 'application/toml' : 'application/json',
-    ...(signal === undefined ? {} : { signal }),
-  });
+  return call(API.validateManifest, { text: manifestBody(text, format), ...(signal === undefined ? {} : { signal }) });
 }
 
 /** What a failed API call means to a page: the daemon went away, the thing asked for does not exist, or anything else. */

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { apiKey, setApiKey } from './api.ts';
+import { API, apiKey, setApiKey } from './api.ts';
 import { useApi } from './hooks.ts';
 import { AgentPage } from './pages/agent-page.tsx';
 import { AgentsPage } from './pages/agents-page.tsx';
@@ -13,12 +13,6 @@ import { PackagesPage } from './pages/packages-page.tsx';
 import { UsagePage } from './pages/usage-page.tsx';
 import { href, type Route, titleOf, useRoute } from './router.ts';
 import { useEventLog } from './store.ts';
-
-interface Health {
-  status: string;
-  version: string;
-  agents: number;
-}
 
 function Page({ route }: { route: Route }) {
   switch (route.page) {
@@ -103,7 +97,7 @@ export function App() {
   const route = useRoute();
   const { state } = useEventLog();
   // Asked again whenever the live events drop or come back: the daemon gone is said, not its old version.
-  const health = useApi<Health>('/api/health', [state]);
+  const health = useApi(API.health, {}, [state]);
   const pending = usePendingApprovals();
   const section = route.page === 'agent' || route.page === 'chat' ? 'agents' : route.page;
   // One place names every page, so the browser's tab and history say where one is.

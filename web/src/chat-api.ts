@@ -1,5 +1,5 @@
-import { api, streamEvents } from './api.ts';
-import type { CancelledTurnView } from './chat-types.ts';
+import { API, call, EVENT_STREAM, open, readEvents } from './api.ts';
+import type { AnswerOf } from '../../src/wire/index.ts';
 import type { AgentEvent } from './types.ts';
 
 /**
@@ -8,24 +8,14 @@ import type { AgentEvent } from './types.ts';
  * listening, not the turn: it runs on, and `followTurn` finds it again.
  * @throws {ApiError} when the turn is refused.
  */
-export function sendMessage(
+export async function sendMessage(
   agent: string,
   message: string,
   onEvent: (event: AgentEvent, id: string | undefined) => void,
   signal: AbortSignal,
   session?: string,
 ): Promise<void> {
-  return streamEvents(
-    `/api/agents/${encodeURIComponent(agent)}/messages`,
-    { method: 'POST', body: JSON.stringify({ message, session }), contentType: 'application/json' },
-    onEvent,
-    signal,
-  );
-}
-
-/** `GET|DELETE …/session` of the session `session` names, or of the caller's own when undefined. */
-export function sessionPath(agent: string, session: string | undefined): string {
-  return `/api/agents/${encodeURIComponent(agent)}/session${session === undefined ? '' : `?session=${encodeURIComponent(session)}`}`;
+  await readEvents(await open(API.sendMessage, { params: { agent }, body: { message, session }, headers: EVENT_STREAM, signal }), onEvent);
 }
 
 /** Where a turn is followed from: the session `session` names (the caller's own when undefined), after the event `lastEventId`; `onOpen` once the stream is open. */
@@ -40,33 +30,23 @@ export interface FollowOptions {
  * given), then the rest until it ends.
  * @throws {ApiError} 409 `TURN_NOT_RUNNING` when it has ended meanwhile.
  */
-export function followTurn(
+export async function followTurn(
   agent: string,
   onEvent: (event: AgentEvent, id: string | undefined) => void,
   signal: AbortSignal,
   options: FollowOptions = {},
 ): Promise<void> {
-  const path = `/api/agents/${encodeURIComponent(agent)}/turn${options.session === undefined ? '' : `?session=${encodeURIComponent(options.session)}`}`;
-  return streamEvents(
-    path,
-    {
-      ...(options.lastEventId === undefined ? {} : { headers: { 'last-event-id': options.lastEventId } }),
-      ...(options.onOpen === undefined ? {} : { onOpen: options.onOpen }),
-    },
-    onEvent,
-    signal,
-  );
+  const headers = options.lastEventId === undefined ? EVENT_STREAM : { ...EVENT_STREAM, 'last-event-id': options.lastEventId };
+  const response = await open(API.runningTurn, { params: { agent }, query: { session: options.session }, headers, signal });
+  await readEvents(response, onEvent, options.onOpen);
 }
 
 /** Cancels the agent's running turn on the session `session` names (the caller's own when undefined); resolves once it is committed. @throws {ApiError} */
-export function cancelTurn(agent: string, session?: string): Promise<CancelledTurnView> {
-  return api<CancelledTurnView>(
-    `/api/agents/${encodeURIComponent(agent)}/turn/cancel${session === undefined ? '' : `?session=${encodeURIComponent(session)}`}`,
-    { method: 'POST' },
-  );
+export function cancelTurn(agent: string, session?: string): Promise<AnswerOf<typeof API.cancelTurn>> {
+  return call(API.cancelTurn, { params: { agent }, query: { session } });
 }
 
 /** Empties the agent's session, or the one `session` names (owner keys only). @throws {ApiError} */
 export function resetSession(agent: string, session?: string): Promise<void> {
-  return api<undefined>(sessionPath(agent, session), { method: 'DELETE' });
+  return call(API.resetSession, { params: { agent }, query: { session } });
 }

@@ -1,5 +1,7 @@
 import { useCallback, useEffect, useState } from 'preact/hooks';
-import { api, ApiError } from './api.ts';
+import { ApiError, call } from './api.ts';
+import { pathOf } from '../../src/wire/api-client.ts';
+import type { AnswerOf, ApiRoute, CallInput } from '../../src/wire/index.ts';
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -10,19 +12,28 @@ export interface Loaded<T> {
   reload: () => void;
 }
 
-/** GETs `path` (again whenever a dependency changes) and keeps the last good answer while reloading. */
-export function useApi<T>(path: string | undefined, deps: readonly unknown[] = []): Loaded<T> {
+/** What {@link useApi} asks a route with: its path and query parameters (the path ones required when it has any), and the dependencies it reloads on. */
+type UseApiArgs<R> = R extends { params: object }
+  ? [input: Pick<CallInput<R>, 'params' | 'query'>, deps?: readonly unknown[]]
+  : [input?: Pick<CallInput<R>, 'params' | 'query'>, deps?: readonly unknown[]];
+
+/**
+ * GETs `route` with `input`'s parameters (again whenever they or a dependency change) and keeps
+ * the last good answer while reloading. `T` narrows an answer the route's table leaves wide.
+ */
+export function useApi<R extends ApiRoute & { method: 'get' }, T extends AnswerOf<R> = AnswerOf<R>>(route: R, ...[input, deps = []]: UseApiArgs<R>): Loaded<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
   const [status, setStatus] = useState<number | undefined>(undefined);
   const [loading, setLoading] = useState(true);
   const [tick, setTick] = useState(0);
   const reload = useCallback(() => setTick((t) => t + 1), []);
+  // The request's path (with its query) is what a change of parameters is seen by.
+  const path = pathOf(route, input?.params, input?.query);
   useEffect(() => {
-    if (path === undefined) return undefined;
     const abort = new AbortController();
     setLoading(true);
-    api<T>(path, { signal: abort.signal }).then(
+    call<ApiRoute, T>(route, { ...input, signal: abort.signal }).then(
       (value) => {
         setData(value);
         setError(undefined);

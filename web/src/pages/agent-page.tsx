@@ -1,6 +1,6 @@
 import { stringify } from 'smol-toml';
 import { useEffect, useState } from 'preact/hooks';
-import { api, type Failure, failureOf } from '../api.ts';
+import { API, call, type Failure, failureOf } from '../api.ts';
 import { AgentStateBadge, CannotRunNotice, Card, Empty, ErrorBox, ModelName, PageHeader, Segmented } from '../components.tsx';
 import { ThoughtTracePanel, WorkflowPanel } from './agent-type-panels.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
@@ -8,7 +8,7 @@ import { useApi } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
 import { toTranscript } from '../session.ts';
 import { useEventVersion } from '../store.ts';
-import type { AgentDetailView, AgentView, Capability, SessionView, UsageRow, UsageToday } from '../types.ts';
+import type { AgentDetailView, AgentView, Capability } from '../types.ts';
 import { usageByAgent } from './agents-page.tsx';
 import { ManifestEditor, WarningList } from './manifest-editor.tsx';
 import { ScheduleRunsPanel } from './schedule-runs-panel.tsx';
@@ -55,7 +55,7 @@ function useAgent(name: string, version: number): { data: AgentDetailView | unde
   useEffect(() => {
     const abort = new AbortController();
     let retry: ReturnType<typeof setTimeout> | undefined;
-    api<AgentDetailView>(`/api/agents/${encodeURIComponent(name)}`, { signal: abort.signal }).then(
+    call(API.getAgent, { params: { agent: name }, signal: abort.signal }).then(
       (agent) => {
         setData(agent);
         setFailure(undefined);
@@ -105,11 +105,11 @@ function AgentLink({ id, agents }: { id: string; agents: readonly AgentView[] })
 export function AgentPage({ name }: { name: string }) {
   const version = useEventVersion();
   const agent = useAgent(name, version);
-  const agents = useApi<AgentView[]>('/api/agents', [version]);
-  const usage = useApi<UsageRow[]>(`/api/usage?agent=${encodeURIComponent(name)}`, [version]);
+  const agents = useApi(API.listAgents, {}, [version]);
+  const usage = useApi(API.usage, { query: { agent: name } }, [version]);
   // The daemon's today (its midnight in [scheduler].timezone, as the daily budget counts), not the browser's.
-  const usageToday = useApi<UsageToday>(`/api/usage/today?agent=${encodeURIComponent(name)}`, [version]);
-  const session = useApi<SessionView>(`/api/agents/${encodeURIComponent(name)}/session`, [version]);
+  const usageToday = useApi(API.usageToday, { query: { agent: name } }, [version]);
+  const session = useApi(API.session, { params: { agent: name } }, [version]);
   const [view, setView] = useState<'toml' | 'json'>('toml');
   const [actionError, setActionError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
@@ -129,10 +129,9 @@ export function AgentPage({ name }: { name: string }) {
     setBusy(true);
     setActionError(undefined);
     try {
-      const path = `/api/agents/${encodeURIComponent(name)}`;
-      if (action === 'kill') setKilled(await api<AgentView[]>(path, { method: 'DELETE' }));
+      if (action === 'kill') setKilled(await call(API.killAgent, { params: { agent: name } }));
       else {
-        await api(`${path}/${action}`, { method: 'POST' });
+        await call(action === 'suspend' ? API.suspendAgent : API.resumeAgent, { params: { agent: name } });
         agent.reload();
       }
     } catch (error) {

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { API, call } from '../api.ts';
 import { Card, Empty, ErrorBox } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -34,14 +34,14 @@ const ACTIONS: Readonly<Record<string, readonly ('approve' | 'pause' | 'resume' 
 
 /** A workflow agent's plan with live task states, and its commands as buttons. */
 export function WorkflowPanel({ name, version }: { name: string; version: number }) {
-  const workflow = useApi<Workflow>(`/api/agents/${encodeURIComponent(name)}/workflow`, [version]);
+  const workflow = useApi<typeof API.workflow, Workflow>(API.workflow, { params: { agent: name } }, [version]);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
   const act = async (action: string): Promise<void> => {
     setBusy(true);
     setError(undefined);
     try {
-      await api(`/api/agents/${encodeURIComponent(name)}/workflow/${action}`, { method: 'POST' });
+      await call(API.steerWorkflow, { params: { agent: name, action } });
       workflow.reload();
     } catch (cause) {
       setError(errorText(cause));
@@ -119,7 +119,7 @@ interface TraceEvent {
 
 /** The last chain of thought of a chain-of-thought agent: each phase, loop by loop. */
 export function ThoughtTracePanel({ name, version }: { name: string; version: number }) {
-  const traces = useApi<TraceEvent[]>(`/api/audit?agent=${encodeURIComponent(name)}&type=chain-of-thought-finish`, [version]);
+  const traces = useApi<typeof API.audit, TraceEvent[]>(API.audit, { query: { agent: name, type: 'chain-of-thought-finish' } }, [version]);
   const last = traces.data?.at(-1);
   return (
     <Card title="Last chain of thought">

@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
+import { API } from '../api.ts';
 import { AgentStateBadge, cannotRun, Empty, ErrorBox, ModelName, PageHeader } from '../components.tsx';
 import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href, navigate } from '../router.ts';
 import { useEventVersion } from '../store.ts';
-import type { AgentView, UsageRow } from '../types.ts';
+import type { UsageRow } from '../types.ts';
 import { ManifestEditor } from './manifest-editor.tsx';
 
 /** Tokens and cost of each agent, all models added up. */
@@ -21,8 +22,8 @@ export function usageByAgent(rows: readonly UsageRow[]): Map<string, { tokens: n
 
 export function AgentsPage() {
   const version = useEventVersion();
-  const agents = useApi<AgentView[]>('/api/agents', [version]);
-  const usage = useApi<UsageRow[]>('/api/usage', [version]);
+  const agents = useApi(API.listAgents, {}, [version]);
+  const usage = useApi(API.usage, {}, [version]);
   const [editing, setEditing] = useState(false);
   const totals = usageByAgent(usage.data ?? []);
   const list = agents.data ?? [];

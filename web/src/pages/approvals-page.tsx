@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { decideApproval } from '../api.ts';
+import { API, decideApproval } from '../api.ts';
 import { Empty, ErrorBox, PageHeader, Segmented } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -30,7 +30,7 @@ function useNow(): number {
 
 /** The pending approvals, reloaded whenever one is requested or decided. */
 export function usePendingApprovals() {
-  return useApi<ApprovalView[]>('/api/approvals', [useApprovalVersion()]);
+  return useApi(API.approvals, {}, [useApprovalVersion()]);
 }
 
 function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; now: number; onDecided: () => void }) {
@@ -100,7 +100,7 @@ function ApprovalCard({ approval, now, onDecided }: { approval: ApprovalView; no
 
 /** Requests already decided (approved, denied or expired), newest first. */
 function DecidedApprovals() {
-  const all = useApi<ApprovalView[]>('/api/approvals?status=all', [useApprovalVersion()]);
+  const all = useApi(API.approvals, { query: { status: 'all' } }, [useApprovalVersion()]);
   const decided = (all.data ?? []).filter((approval) => approval.status !== 'pending').reverse();
   if (all.error !== undefined) return <ErrorBox message={all.error} />;
   if (decided.length === 0) return <Empty>No request has been decided yet.</Empty>;

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { approvePairing } from '../api.ts';
+import { API, approvePairing } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader, StateBadge } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -14,7 +14,7 @@ function ChannelState({ channel }: { channel: ChannelView }) {
 
 /** Channels: each one's state, last message and error; the people waiting for pairing, approved with a button. */
 export function ChannelsPage() {
-  const channels = useApi<ChannelView[]>('/api/channels');
+  const channels = useApi(API.channels);
   const [busy, setBusy] = useState<string | undefined>(undefined);
   const [note, setNote] = useState<string | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);

@@ -1,10 +1,10 @@
 import { Fragment } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { api, ApiError, decideApproval, failureOf } from '../api.ts';
-import { cancelTurn, followTurn, resetSession, sendMessage, sessionPath } from '../chat-api.ts';
+import { API, ApiError, call, decideApproval, failureOf } from '../api.ts';
+import { cancelTurn, followTurn, resetSession, sendMessage } from '../chat-api.ts';
 import { streamTurn } from '../turn-stream.ts';
 import { type ChatItem, type ChatTurn, toChatTurns } from '../chat-history.ts';
-import type { ChatSessionView, SessionSummary, TurnRecord } from '../chat-types.ts';
+import type { TurnRecord } from '../chat-types.ts';
 import { AgentStateBadge, CannotRunNotice, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatCached, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -433,11 +433,11 @@ function RefusedTurn({
 }
 
 export function ChatPage({ name }: { name: string }) {
-  const agent = useApi<AgentView>(`/api/agents/${encodeURIComponent(name)}`);
+  const agent = useApi(API.getAgent, { params: { agent: name } });
   // The session shown and sent to: the caller's own (the owner's: the agent's main session) unless another is chosen.
   const [chosen, setChosen] = useState<string | undefined>(undefined);
-  const session = useApi<ChatSessionView>(sessionPath(name, chosen));
-  const sessions = useApi<SessionSummary[]>(`/api/agents/${encodeURIComponent(name)}/sessions`);
+  const session = useApi(API.session, { params: { agent: name }, query: { session: chosen } });
+  const sessions = useApi(API.sessions, { params: { agent: name } });
   const [ownId, setOwnId] = useState<string | undefined>(undefined);
   const [live, setLive] = useState<LiveTurn | undefined>(undefined);
   const [draft, setDraft] = useState('');
@@ -556,7 +556,7 @@ export function ChatPage({ name }: { name: string }) {
   const resume = async (): Promise<void> => {
     setResuming(true);
     try {
-      await api(`/api/agents/${encodeURIComponent(name)}/resume`, { method: 'POST' });
+      await call(API.resumeAgent, { params: { agent: name } });
       agent.reload();
     } catch (error) {
       setProblem(`could not resume ${name}: ${errorText(error)}`);

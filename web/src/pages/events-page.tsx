@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { API, call } from '../api.ts';
+import type { QueryOf } from '../../../src/wire/index.ts';
 import { Empty, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
 import { useEventLog } from '../store.ts';
-import { AUDIT_KINDS, AUDIT_OUTCOMES, type AgentView, type AuditKind, type AuditOutcome, type AuditRecord, type KernelEvent } from '../types.ts';
+import { AUDIT_KINDS, AUDIT_OUTCOMES, type AuditKind, type AuditOutcome, type AuditRecord, type KernelEvent } from '../types.ts';
 
 /** Rows asked for per page of history. */
 export const EVENTS_PAGE_SIZE = 50;
@@ -61,13 +62,16 @@ function sameEvent(row: Row, other: Row): boolean {
   return row.at === other.at && row.type === other.type && row.agentId === other.agentId;
 }
 
-function auditQuery(filters: Filters, before: number | undefined): string {
-  const query = new URLSearchParams({ order: 'desc', limit: String(EVENTS_PAGE_SIZE) });
-  if (filters.agent !== '') query.set('agent', filters.agent);
-  if (filters.kind !== '') query.set('kind', filters.kind);
-  if (filters.outcome !== '') query.set('outcome', filters.outcome);
-  if (before !== undefined) query.set('before', String(before));
-  return `/api/audit?${query.toString()}`;
+function auditQuery(filters: Filters, before: number | undefined): QueryOf<typeof API.audit> {
+  const chosen = (value: string): string | undefined => (value === '' ? undefined : value);
+  return {
+    order: 'desc',
+    limit: String(EVENTS_PAGE_SIZE),
+    agent: chosen(filters.agent),
+    kind: chosen(filters.kind),
+    outcome: chosen(filters.outcome),
+    before: before === undefined ? undefined : String(before),
+  };
 }
 
 function matches(row: Row, filters: Filters): boolean {
@@ -161,7 +165,7 @@ function FilterSelect<T extends string>({
 export function EventsPage() {
   const { events, state } = useEventLog();
   const [filters, setFilters] = useState<Filters>({ agent: '', kind: '', outcome: '' });
-  const agents = useApi<AgentView[]>('/api/agents');
+  const agents = useApi(API.listAgents);
   const [history, setHistory] = useState<Row[]>([]);
   const [more, setMore] = useState(false);
   const [loading, setLoading] = useState(true);
@@ -172,7 +176,7 @@ export function EventsPage() {
   const load = async (before: number | undefined, signal?: AbortSignal): Promise<void> => {
     setLoading(true);
     try {
-      const page = await api<AuditRecord[]>(auditQuery(filters, before), signal === undefined ? {} : { signal });
+      const page = await call<typeof API.audit, AuditRecord[]>(API.audit, { query: auditQuery(filters, before), ...(signal === undefined ? {} : { signal }) });
       const rows = page.map(fromRecord);
       setHistory((current) => (before === undefined ? rows : [...current, ...rows]));
       setMore(page.length === EVENTS_PAGE_SIZE);

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { demoteForgedTool, promoteForgedTool } from '../api.ts';
+import { API, demoteForgedTool, promoteForgedTool } from '../api.ts';
 import { Empty, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -113,7 +113,7 @@ function ToolDetail({ tool, onChanged }: { tool: ForgedToolView; onChanged: () =
 
 /** Forged tools (spec/02): tier, status, stats; a tool's verdicts, schemas and implementation; promote and demote. */
 export function ForgedToolsPage() {
-  const tools = useApi<ForgedToolView[]>('/api/tools/forged');
+  const tools = useApi(API.forgedTools);
   const [selected, setSelected] = useState<string | undefined>(undefined);
   const list = tools.data ?? [];
   const current = list.find((tool) => tool.id === selected);

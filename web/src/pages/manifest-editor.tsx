@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, validateManifest } from '../api.ts';
+import { API, ApiError, call, manifestBody, validateManifest } from '../api.ts';
 import { Segmented } from '../components.tsx';
 import { errorText } from '../format.ts';
-import type { AgentDetailView, ManifestValidation } from '../types.ts';
+import type { AnswerOf } from '../../../src/wire/index.ts';
+import type { ManifestValidation } from '../types.ts';
 import './manifest-editor.css';
 
 /** A manifest to start from: a chat agent with memory of its own. */
@@ -48,7 +49,7 @@ export function lineNamedBy(message: string, text: string): number | undefined {
 export const VALIDATE_DELAY_MS = 400;
 
 /** A spawned or updated agent as the API answers: the agent, with warnings about it. */
-export type SavedAgent = AgentDetailView & { warnings: string[] };
+export type SavedAgent = AnswerOf<typeof API.spawnAgent>;
 
 interface ManifestEditorProps {
   onCancel: () => void;
@@ -107,12 +108,8 @@ export function ManifestEditor({ onSpawned, onCancel, agent, onSaved, initialTex
     setBusy(true);
     setError(undefined);
     try {
-      const contentType = format === 'toml' ? 'application/toml' : 'application/json';
-      if (updating) {
-        onSaved?.(await api<SavedAgent>(`/api/agents/${encodeURIComponent(agent)}`, { method: 'PUT', body: text, contentType }));
-      } else {
-        onSpawned?.(await api<SavedAgent>('/api/agents', { method: 'POST', body: text, contentType }));
-      }
+      if (updating) onSaved?.(await call(API.updateAgent, { params: { agent }, text: manifestBody(text, format) }));
+      else onSpawned?.(await call(API.spawnAgent, { text: manifestBody(text, format) }));
     } catch (cause) {
       const code = cause instanceof ApiError ? cause.code : 'ERROR';
       const message = errorText(cause);

@@ -1,3 +1,4 @@
+import { API } from '../api.ts';
 import { Card, ErrorBox, StateBadge } from '../components.tsx';
 import { useApi } from '../hooks.ts';
 import type { McpServerView } from '../types.ts';
@@ -19,7 +20,7 @@ function Protocol({ server }: { server: McpServerView }) {
  * must do first (a login, with the command). Shown only when some are configured.
  */
 export function McpServersPanel() {
-  const servers = useApi<{ configured: McpServerView[] }>('/api/mcp/servers');
+  const servers = useApi(API.mcpServers);
   const list = servers.data?.configured ?? [];
   // A user key (limited to some agents) may not see the installation's servers: nothing to show it.
   if (servers.status === 403 || (servers.error === undefined && list.length === 0)) return null;

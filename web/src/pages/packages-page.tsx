@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
-import { runBinding } from '../api.ts';
+import { API, runBinding } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader } from '../components.tsx';
 import { errorText, formatCost, formatTime, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
 import { href } from '../router.ts';
 import { usePackageVersion } from '../store.ts';
-import type { ActivityRunView, BindingView, PackageNotifyRecord, PackageRunView, PackageTrigger, PackageView } from '../types.ts';
+import type { ActivityRunView, BindingView, PackageNotifyRecord, PackageTrigger, PackageView } from '../types.ts';
 
 /** How many runs each package lists. */
 const RUNS_SHOWN = 20;
@@ -83,7 +83,7 @@ function ActivityLine({ activity }: { activity: ActivityRunView }) {
 }
 
 function Runs({ slug, version }: { slug: string; version: string }) {
-  const runs = useApi<PackageRunView[]>(`/api/packages/runs?package=${encodeURIComponent(slug)}&limit=${RUNS_SHOWN}`, [version]);
+  const runs = useApi(API.packageRuns, { query: { package: slug, limit: RUNS_SHOWN } }, [version]);
   if (runs.error !== undefined) return <ErrorBox message={runs.error} />;
   if (runs.data === undefined) return null;
   if (runs.data.length === 0) return <p class="small muted">No runs yet.</p>;
@@ -199,7 +199,11 @@ function PackageCard({ pkg, version, onRan }: { pkg: PackageView; version: strin
 /** The newest owner notifications (`package-notify`: an activity failed and its fallback is NotifyOwner), from the audit log. */
 function Notifications({ version }: { version: string }) {
   // Newest first, straight from the log: however many there are, the latest are the ones shown.
-  const notices = useApi<PackageNotifyRecord[]>(`/api/audit?type=package-notify&order=desc&limit=${NOTICES_SHOWN}`, [version]);
+  const notices = useApi<typeof API.audit, PackageNotifyRecord[]>(
+    API.audit,
+    { query: { type: 'package-notify', order: 'desc', limit: String(NOTICES_SHOWN) } },
+    [version],
+  );
   const newest = notices.data ?? [];
   if (newest.length === 0) return null;
   return (
@@ -220,7 +224,7 @@ export function PackagesPage() {
   // Reload on each package event, and after a Run click in case the event stream is down.
   const [clicks, setClicks] = useState(0);
   const version = `${usePackageVersion()}:${clicks}`;
-  const packages = useApi<PackageView[]>('/api/packages', [version]);
+  const packages = useApi(API.packages, {}, [version]);
   return (
     <div class="page">
       <PageHeader

@@ -1,9 +1,8 @@
 import { useState } from 'preact/hooks';
-import { api } from '../api.ts';
+import { API, call } from '../api.ts';
 import { Card, Empty, ErrorBox } from '../components.tsx';
 import { errorText, formatTime } from '../format.ts';
 import { useApi } from '../hooks.ts';
-import type { ScheduleRunView } from '../types.ts';
 
 /** How many of an agent's wake-ups the panel shows. */
 export const SCHEDULE_RUNS_SHOWN = 50;
@@ -15,14 +14,13 @@ export const SCHEDULE_RUNS_SHOWN = 50;
 export function ScheduleRunsPanel({ name, version }: { name: string; version: number }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
-  const path = `/api/agents/${encodeURIComponent(name)}/runs`;
-  const runs = useApi<ScheduleRunView[]>(`${path}?limit=${SCHEDULE_RUNS_SHOWN}`, [version]);
+  const runs = useApi(API.scheduleRuns, { params: { agent: name }, query: { limit: SCHEDULE_RUNS_SHOWN } }, [version]);
 
   const wakeNow = async (): Promise<void> => {
     setBusy(true);
     setError(undefined);
     try {
-      await api<ScheduleRunView>(path, { method: 'POST' });
+      await call(API.wakeAgent, { params: { agent: name } });
     } catch (failure) {
       setError(errorText(failure));
     } finally {

@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
+import { API } from '../api.ts';
 import { Card, Empty, ErrorBox, PageHeader, Segmented } from '../components.tsx';
 import { formatCost, formatTokens } from '../format.ts';
 import { useApi } from '../hooks.ts';
@@ -247,11 +248,11 @@ function TotalsTable<T extends Totals>({ label, keys, rows }: { label: string; k
 /** Tokens and cost: totals, a chart over a range of the daemon's clock per model or agent, and tables by model, by agent and by both. */
 export function UsagePage() {
   const version = useEventVersion();
-  const usage = useApi<UsageRow[]>('/api/usage', [version]);
+  const usage = useApi(API.usage, {}, [version]);
   const [range, setRange] = useState<Range>('24h');
   const [metric, setMetric] = useState<Metric>('cost');
   const [group, setGroup] = useState<Group>('model');
-  const series = useApi<UsageSeriesView>(`/api/usage/series?range=${range}`, [version]);
+  const series = useApi(API.usageSeries, { query: { range } }, [version]);
   const rows = usage.data ?? [];
   const tokens = sum(rows, (row) => row.input_tokens + row.output_tokens);
   const calls = sum(rows, (row) => row.calls);
