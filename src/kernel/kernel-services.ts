@@ -61,9 +61,10 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   const registry = new AgentRegistry();
   const capabilities = new CapabilityManager();
   const events = createEventBus(logger);
-  const quotas = new QuotaTracker(clock, store.usage);
-  // On a store other nodes share, a capped family's spending is read from it at each model call (decision 0040).
-  const lifetime = new LifetimeSpend(store.usage, { shared: dependencies.node?.leasesTurns === true });
+  // On a store other nodes share, an agent's hour and a capped family's spending are read from it at each model call (decision 0040).
+  const shared = dependencies.node?.leasesTurns === true;
+  const quotas = new QuotaTracker(clock, store.usage, { shared });
+  const lifetime = new LifetimeSpend(store.usage, { shared });
   const ledger = new BudgetLedger(quotas, lifetime);
 
   async function publish(event: KernelEvent): Promise<void> {

@@ -2,6 +2,7 @@ import type { UsageRecord, UsageRepository } from '../contracts/index.ts';
 import { CapabilityDeniedError, QuotaExceededError } from '../errors/index.ts';
 import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
+import { SharedTotals, spentOf } from './shared-totals.ts';
 
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
@@ -19,12 +20,6 @@ function dollars(usd: number, digits = 12): string {
 interface Account {
   spentUsd: number;
   reservedUsd: number;
-  /** On a shared store: what calls made here have spent that this node has not written to the usage log yet. */
-  unloggedUsd: number;
-  /** On a shared store: what this node has written to the usage log of the family's spending, in all. */
-  loggedUsd: number;
-  /** On a shared store: the number of the last read of the log the account took (an older read answering later is not taken). */
-  read: number;
 }
 
 /** An agent whose cap a call draws from: the caller or one of its ancestors. */
@@ -56,17 +51,19 @@ export function lineageOf(ancestors: readonly { id: string }[]): string {
  * from it, so a restart does not reset it. On a store other nodes share (`shared`), each call
  * reads the family's total from the log again first, so that what the other nodes' turns have
  * committed counts (decision 0040): the account is then the log's total, with what this node's
- * calls spent that it has not written yet ({@link LifetimeSpend.logged} says when it has).
+ * calls spent that it has not written yet ({@link SharedTotals}).
  */
 export class LifetimeSpend {
   readonly #usage: UsageRepository;
-  readonly #shared: boolean;
+  /** On a store other nodes share: the accounts' totals read from the log (none alone). */
+  readonly #shared: SharedTotals | undefined;
   readonly #accounts = new Map<string, Account>();
-  #reads = 0;
 
   constructor(usage: UsageRepository, options: { shared?: boolean } = {}) {
     this.#usage = usage;
-    this.#shared = options.shared === true;
+    // A record counts in its caller's account and in those of the agents above it (its lineage: `root/…/parent/`).
+    this.#shared =
+      options.shared === true ? new SharedTotals((record) => [record.agentId, ...(record.lineage ?? '').split('/').filter((id) => id !== '')]) : undefined;
   }
 
   /** `holder`'s lifetime cap as a budget of the ledger, for a call of agent `caller` (the holder or a descendant). */
@@ -104,6 +101,7 @@ export class LifetimeSpend {
   /** Forgets an agent (killed): its ancestors' accounts keep what it spent. */
   forget(agentId: string): void {
     this.#accounts.delete(agentId);
+    this.#shared?.forget(agentId);
   }
 
   /**
@@ -111,48 +109,30 @@ export class LifetimeSpend {
    * the next read of the log on a shared store does not count them twice. Nothing to do alone.
    */
   logged(records: readonly UsageRecord[]): void {
-    if (!this.#shared || this.#accounts.size === 0) return;
-    for (const record of records) {
-      // The caller's account and those of the agents above it (its lineage: `root/…/parent/`).
-      for (const holder of [record.agentId, ...(record.lineage ?? '').split('/')]) {
-        const account = holder === '' ? undefined : this.#accounts.get(holder);
-        if (account === undefined) continue;
-        account.unloggedUsd = Math.max(0, account.unloggedUsd - record.costUsd);
-        account.loggedUsd += record.costUsd;
-      }
-    }
+    this.#shared?.logged(records);
   }
 
   #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation | Promise<Reservation> {
-    if (this.#shared) return this.#reserveShared(holder, maxUsd, caller, estimate);
+    if (this.#shared !== undefined) return this.#reserveShared(this.#shared, holder, maxUsd, caller, estimate);
     const account = this.#accounts.get(holder.id);
     if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate);
     return this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then((totals) => {
       // Another call may have seeded it meanwhile: that one holds its reservation.
-      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0, unloggedUsd: 0, loggedUsd: 0, read: 0 };
+      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
       this.#accounts.set(holder.id, seeded);
       return this.#hold(seeded, holder, maxUsd, caller, estimate);
     });
   }
 
-  /**
-   * On a store other nodes share: the family's total read from the log at every call, then held as
-   * alone. What this node wrote to the log while it was read may be in the total or not: it is
-   * counted (twice until the next read, if it is), never missed.
-   */
-  async #reserveShared(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Promise<Reservation> {
+  /** On a store other nodes share: the family's total read from the log at every call, then held as alone. */
+  async #reserveShared(shared: SharedTotals, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Promise<Reservation> {
     let account = this.#accounts.get(holder.id);
     if (account === undefined) {
-      account = { spentUsd: 0, reservedUsd: 0, unloggedUsd: 0, loggedUsd: 0, read: 0 };
+      account = { spentUsd: 0, reservedUsd: 0 };
       this.#accounts.set(holder.id, account);
     }
-    const read = (this.#reads += 1);
-    const loggedBefore = account.loggedUsd;
-    const totals = await this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants });
-    if (read > account.read) {
-      account.read = read;
-      account.spentUsd = totals.costUsd + account.unloggedUsd + (account.loggedUsd - loggedBefore);
-    }
+    const total = await shared.total(holder.id, () => this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then(spentOf));
+    if (total !== undefined) account.spentUsd = total.costUsd;
     return this.#hold(account, holder, maxUsd, caller, estimate);
   }
 
@@ -189,7 +169,7 @@ export class LifetimeSpend {
       settle: (spent) => {
         if (!close() || this.#accounts.get(holder.id) !== account) return;
         account.spentUsd += spent.costUsd;
-        if (this.#shared) account.unloggedUsd += spent.costUsd;
+        this.#shared?.settled(holder.id, spentOf(spent));
       },
       release: () => {
         close();

@@ -1,10 +1,14 @@
-import type { Clock, UsageRepository } from '../contracts/index.ts';
+import type { Clock, UsageRecord, UsageRepository } from '../contracts/index.ts';
 import { QuotaExceededError } from '../errors/index.ts';
 import { formatCount } from '../runtime/index.ts';
 import type { CallSpend, Reservation } from './budget-ledger.ts';
+import { SharedTotals, type Spent, spentOf } from './shared-totals.ts';
 
 /** The window quotas are counted over. */
 export const QUOTA_WINDOW_MS = 60 * 60 * 1000;
+
+/** On a shared store, how many of an agent's oldest rows of the hour a refusal reads first to say when it frees. */
+const OLDEST_ROWS = 100;
 
 /** An agent's hourly limits; 0 means no limit. */
 export interface QuotaLimits {
@@ -12,10 +16,8 @@ export interface QuotaLimits {
   maxCostPerHour: number;
 }
 
-interface Spend {
+interface Spend extends Spent {
   at: number;
-  tokens: number;
-  costUsd: number;
 }
 
 /** One agent's spending in the window, oldest first, with its running totals, and what calls under way hold. */
@@ -33,16 +35,22 @@ interface Window {
  * ({@link QuotaTracker.reserve}, through the budget ledger). Counts live in memory, seeded from
  * the usage log the first time an agent is checked, so a restart does not reset a quota and a
  * turn does not query the database; the totals are kept as spending comes and leaves, so a check
- * does not add up the hour again.
+ * does not add up the hour again. On a store other nodes share (`shared`), each check and each
+ * reservation reads the agent's hour from the log first, so that what the other nodes' turns have
+ * committed counts (decision 0040): the window is then the log's total, with what this node's
+ * calls spent that it has not written yet ({@link SharedTotals}).
  */
 export class QuotaTracker {
   readonly #clock: Clock;
   readonly #usage: UsageRepository;
+  /** On a store other nodes share: the windows' totals read from the log (none alone). */
+  readonly #shared: SharedTotals | undefined;
   readonly #windows = new Map<string, Window>();
 
-  constructor(clock: Clock, usage: UsageRepository) {
+  constructor(clock: Clock, usage: UsageRepository, options: { shared?: boolean } = {}) {
     this.#clock = clock;
     this.#usage = usage;
+    this.#shared = options.shared === true ? new SharedTotals((record) => [record.agentId]) : undefined;
   }
 
   async #window(agentId: string): Promise<Window> {
@@ -54,7 +62,7 @@ export class QuotaTracker {
       window = this.#windows.get(agentId);
       if (window === undefined) {
         window = { spends: [], tokens: 0, costUsd: 0, reservedTokens: 0, reservedCostUsd: 0 };
-        for (const record of records) push(window, { at: record.at, tokens: record.inputTokens + record.outputTokens, costUsd: record.costUsd });
+        for (const record of records) push(window, { at: record.at, ...spentOf(record) });
         this.#windows.set(agentId, window);
       }
     }
@@ -79,10 +87,43 @@ export class QuotaTracker {
     return window;
   }
 
-  /** What the agent used in the current window. */
-  async used(agentId: string): Promise<{ tokens: number; costUsd: number }> {
-    const window = await this.#window(agentId);
-    return { tokens: window.tokens, costUsd: window.costUsd };
+  /**
+   * On a store other nodes share: the agent's window as the usage log holds it now (one statement,
+   * the sums of its rows of the hour, from the `agent_id, at` index), with what this node's calls
+   * spent that it has not written yet. A window that has reached a limit is refused, saying when
+   * it frees from its oldest rows in the log.
+   * @throws {QuotaExceededError} as {@link QuotaTracker.check} does.
+   */
+  async #read(shared: SharedTotals, agentId: string, agentName: string, limits: QuotaLimits): Promise<Window> {
+    let window = this.#windows.get(agentId);
+    if (window === undefined) {
+      window = { spends: [], tokens: 0, costUsd: 0, reservedTokens: 0, reservedCostUsd: 0 };
+      this.#windows.set(agentId, window);
+    }
+    const since = this.#clock.now() - QUOTA_WINDOW_MS + 1;
+    const total = await shared.total(agentId, () => this.#usage.totals({ since, agentId }).then(spentOf), since);
+    if (total !== undefined) Object.assign(window, total);
+    if (reached(window, limits)) this.#refuseSpent({ ...window, spends: await this.#oldest(agentId, since, window, limits) }, agentName, limits);
+    return window;
+  }
+
+  /**
+   * The agent's oldest spending in the log since `since`, as much as `window` must lose to fall
+   * under its limits: its first rows (most refusals need one or two), all of them when those do not do.
+   */
+  async #oldest(agentId: string, since: number, window: Window, limits: QuotaLimits): Promise<Spend[]> {
+    const read = async (limit?: number): Promise<Spend[]> => {
+      const records = await this.#usage.list({ agentId, since, ...(limit === undefined ? {} : { limit }) });
+      return records.map((record) => ({ at: record.at, ...spentOf(record) }));
+    };
+    const first = await read(OLDEST_ROWS);
+    const rest = { ...window, tokens: window.tokens - sum(first, (spend) => spend.tokens), costUsd: window.costUsd - sum(first, (spend) => spend.costUsd) };
+    return first.length < OLDEST_ROWS || !reached(rest, limits) ? first : read();
+  }
+
+  /** Tells the windows that `records` (usage of calls made here) are in the usage log now, so that the next read of the log on a shared store does not count them twice. Nothing to do alone. */
+  logged(records: readonly UsageRecord[]): void {
+    this.#shared?.logged(records);
   }
 
   /**
@@ -90,7 +131,8 @@ export class QuotaTracker {
    * @throws {QuotaExceededError} saying what was used, the limit and when it frees up.
    */
   async check(agentId: string, agentName: string, limits: QuotaLimits): Promise<void> {
-    this.#refuseSpent(await this.#window(agentId), agentName, limits);
+    const window = this.#shared === undefined ? await this.#window(agentId) : await this.#read(this.#shared, agentId, agentName, limits);
+    this.#refuseSpent(window, agentName, limits);
   }
 
   #refuseSpent(window: Window, agentName: string, limits: QuotaLimits): void {
@@ -131,6 +173,8 @@ export class QuotaTracker {
    * @throws {QuotaExceededError} as {@link QuotaTracker.check} does.
    */
   reserve(agentId: string, agentName: string, limits: QuotaLimits, estimate: CallSpend): Reservation | Promise<Reservation> {
+    if (this.#shared !== undefined)
+      return this.#read(this.#shared, agentId, agentName, limits).then((window) => this.#hold(agentId, window, agentName, limits, estimate));
     // Seeded once per agent from the usage log; after that a reservation waits for nothing.
     const current = this.#current(agentId);
     if (current === undefined) return this.#window(agentId).then(() => this.reserve(agentId, agentName, limits, estimate));
@@ -155,8 +199,10 @@ export class QuotaTracker {
     return {
       settle: (spent) => {
         // A window forgotten meanwhile (the agent was killed) is not brought back.
-        if (close() && this.#windows.get(agentId) === window)
-          push(window, { at: this.#clock.now(), tokens: spent.inputTokens + spent.outputTokens, costUsd: spent.costUsd });
+        if (!close() || this.#windows.get(agentId) !== window) return;
+        // On a shared store the next read counts it, with the log's total, until this node writes it there.
+        if (this.#shared === undefined) push(window, { at: this.#clock.now(), ...spentOf(spent) });
+        else this.#shared.settled(agentId, spentOf(spent), this.#clock.now());
       },
       release: () => {
         close();
@@ -186,7 +232,20 @@ export class QuotaTracker {
   /** Forgets an agent (killed). */
   forget(agentId: string): void {
     this.#windows.delete(agentId);
+    this.#shared?.forget(agentId);
   }
+}
+
+/** Whether the window has reached a limit (its spending with what calls under way hold). */
+function reached(window: Window, limits: QuotaLimits): boolean {
+  return (
+    (limits.maxTokensPerHour > 0 && window.tokens + window.reservedTokens >= limits.maxTokensPerHour) ||
+    (limits.maxCostPerHour > 0 && window.costUsd + window.reservedCostUsd >= limits.maxCostPerHour)
+  );
+}
+
+function sum(spends: readonly Spend[], amount: (spend: Spend) => number): number {
+  return spends.reduce((total, spend) => total + amount(spend), 0);
 }
 
 function push(window: Window, spend: Spend): void {

@@ -24,7 +24,8 @@ export interface TurnCommitParts {
   logger: Logger;
   /** Where a live agent is found. */
   registry: Pick<AgentRegistry, 'find'>;
-  quotas: Pick<QuotaTracker, 'check'>;
+  /** Checks a turn's quota; told of the usage written, so that an hour read again from a shared store's log does not count it twice. */
+  quotas: Pick<QuotaTracker, 'check' | 'logged'>;
   histories: Pick<SessionHistories, 'save'>;
   /** Told of the usage written, so that a cap read again from a shared store's log does not count it twice. */
   lifetime?: Pick<LifetimeSpend, 'logged'> | undefined;
@@ -154,7 +155,7 @@ export class TurnCommits {
       if (!gone) throw error;
       return this.#killedWith(entry, usage, error);
     }
-    this.#parts.lifetime?.logged(usage);
+    this.#logged(usage);
     if (journal !== undefined) journal.closed = true;
     if (seal !== undefined && audit !== undefined) seal.recorded = audit;
     return usage;
@@ -170,8 +171,14 @@ export class TurnCommits {
   async #recordAlone(usage: readonly UsageRecord[]): Promise<void> {
     for (const item of usage) {
       await this.#parts.store.usage.record(item);
-      this.#parts.lifetime?.logged([item]);
+      this.#logged([item]);
     }
+  }
+
+  /** Tells the accounts read again from a shared store's log (the hourly quotas, the lifetime caps) that `usage` is in it now. */
+  #logged(usage: readonly UsageRecord[]): void {
+    this.#parts.quotas.logged(usage);
+    this.#parts.lifetime?.logged(usage);
   }
 
   /** Whether `entry` is still the registry's (a killed agent has nothing left to keep a turn in). */
