@@ -9,6 +9,12 @@ export const QUOTA_WINDOW_MS = 60 * 60 * 1000;
 
 /** On a shared store, how many of an agent's oldest rows of the hour a refusal reads first to say when it frees. */
 const OLDEST_ROWS = 100;
+/**
+ * On a shared store, how long an agent's hour read from the log stands before a call reads it
+ * again: every agent has a quota (1,000,000 tokens an hour by default), so reading at every call
+ * would add a statement to every call of every turn on a cluster.
+ */
+export const QUOTA_READ_EVERY_MS = 1000;
 
 /** An agent's hourly limits; 0 means no limit. */
 export interface QuotaLimits {
@@ -50,7 +56,8 @@ export class QuotaTracker {
   constructor(clock: Clock, usage: UsageRepository, options: { shared?: boolean } = {}) {
     this.#clock = clock;
     this.#usage = usage;
-    this.#shared = options.shared === true ? new SharedTotals((record) => [record.agentId]) : undefined;
+    this.#shared =
+      options.shared === true ? new SharedTotals((record) => [record.agentId], { now: () => clock.now(), maxAgeMs: QUOTA_READ_EVERY_MS }) : undefined;
   }
 
   async #window(agentId: string): Promise<Window> {

@@ -24,6 +24,14 @@ interface Share {
   logged: Spent;
   /** The number of the last read of the log the account took (an older read answering later is not taken). */
   read: number;
+  /** The last read taken: when it was made, and the log's total less what this node had written when it was made. */
+  last?: { at: number; base: Spent };
+}
+
+/** How often an account is read from the log: at every call, or at most once per `maxAgeMs` of `now`. */
+export interface ReadEvery {
+  now: () => number;
+  maxAgeMs: number;
 }
 
 /**
@@ -42,12 +50,18 @@ interface Share {
  */
 export class SharedTotals {
   readonly #covers: (record: UsageRecord) => Iterable<string>;
+  readonly #every: ReadEvery | undefined;
   readonly #shares = new Map<string, Share>();
   #reads = 0;
 
-  /** `covers` gives the accounts a usage record counts in (the caller's, its ancestors'). */
-  constructor(covers: (record: UsageRecord) => Iterable<string>) {
+  /**
+   * `covers` gives the accounts a usage record counts in (the caller's, its ancestors'). With
+   * `every`, a total asked within `maxAgeMs` of the account's last read is that read's, with what
+   * this node has spent since: the log is not read again.
+   */
+  constructor(covers: (record: UsageRecord) => Iterable<string>, every?: ReadEvery) {
     this.#covers = covers;
+    this.#every = every;
   }
 
   /**
@@ -61,12 +75,19 @@ export class SharedTotals {
       share = { unlogged: [], logged: { tokens: 0, costUsd: 0 }, read: 0 };
       this.#shares.set(account, share);
     }
-    const number = (this.#reads += 1);
-    const before = { ...share.logged };
-    const logged = await read();
-    if (share.read > number) return undefined;
-    share.read = number;
-    const total = { tokens: logged.tokens + share.logged.tokens - before.tokens, costUsd: logged.costUsd + share.logged.costUsd - before.costUsd };
+    const now = this.#every?.now();
+    let base: Spent;
+    if (now !== undefined && share.last !== undefined && now >= share.last.at && now - share.last.at < (this.#every?.maxAgeMs ?? 0)) base = share.last.base;
+    else {
+      const number = (this.#reads += 1);
+      const before = { ...share.logged };
+      const logged = await read();
+      if (share.read > number) return undefined;
+      share.read = number;
+      base = { tokens: logged.tokens - before.tokens, costUsd: logged.costUsd - before.costUsd };
+      if (now !== undefined) share.last = { at: now, base };
+    }
+    const total = { tokens: base.tokens + share.logged.tokens, costUsd: base.costUsd + share.logged.costUsd };
     // Older spending has left the account's window, written or not, as a spend kept in memory leaves it.
     if (share.unlogged.some((spent) => spent.at < since)) share.unlogged = share.unlogged.filter((spent) => spent.at >= since);
     for (const spent of share.unlogged) {

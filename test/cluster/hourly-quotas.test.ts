@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { QuotaExceededError } from '../../src/errors/index.ts';
 import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { QUOTA_READ_EVERY_MS } from '../../src/kernel/quota-tracker.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
@@ -109,6 +110,8 @@ describe('[resources] hourly quotas across the nodes of a cluster', () => {
     // $0.015 on b, then $0.015 on a: $0.03 of the $0.04.
     expect((await b.send('spender', 'one')).text).toBe('done');
     expect((await a.send('spender', 'two')).text).toBe('done');
+    // A node reads an agent's hour from the log at most once a second: b's next read sees a's spending.
+    await clock.advance(QUOTA_READ_EVERY_MS);
     // b's next turn starts with $0.01 left: its first call takes it to $0.045, and its second is refused.
     const refusal = await refusalOf(b.send('spender', 'keep listing'));
     expect(refusal).toBeInstanceOf(QuotaExceededError);
