@@ -22,6 +22,7 @@ import { API_SECURITY_HEADERS } from './security-headers.ts';
 import { startRequestDeadline } from './request-deadline.ts';
 import { plainPath, serveDashboard } from './serve-dashboard.ts';
 import { ALREADY_SENT_HEADER } from './response-already-sent.ts';
+import { headContentLength } from './head-content-length.ts';
 // An entry past the index: the SDKs load on first use (test/architecture/lazy-sdks.test.ts).
 import { listExternalAgents } from '../a2a/external-agents.ts';
 import { isPublicA2aPath } from '../a2a/public-paths.ts';
@@ -279,6 +280,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
 
   // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.
   app.use('*', (c, next) => withRemoteParent(c.req.raw.headers, next));
+  // Around every answer, refusals and errors included: a HEAD tells the length its GET would have.
+  app.use('*', headContentLength);
   // Around everything, so that refusals (a forged Host, 401, 429) and errors carry them too; the
   // dashboard's files carry their own, wider policy.
   app.use('*', async (c, next) => {
@@ -508,6 +511,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         bodyOf: (c) => (c.env as A2aEnv | undefined)?.[A2A_BODY],
       });
       const inner = new Hono();
+      // A HEAD the A2A app answers itself (its Hono answers it without the body) tells its GET's length too.
+      inner.use('*', headContentLength);
       inner.route('/', server.publicRoutes);
       inner.route('/', server.routes);
       inner.notFound(a2aNotFound);
