@@ -104,6 +104,13 @@ export interface HttpApp extends Hono<HttpEnv> {
 /** How long the daemon's stop waits at most for the MCP endpoints to close and their last answers to be written out, before it cuts their connections. */
 export const MCP_DRAIN_MS = 2000;
 
+/**
+ * Of {@link MCP_DRAIN_MS}, how long an MCP call admitted before the stop (a `tools/call` under way)
+ * may run on to give its client its result; then it is cancelled and answered that the daemon is
+ * stopping, in the time left.
+ */
+export const MCP_CALLS_DRAIN_MS = 1500;
+
 /** Resolves once every response of `responses` has been written out or cut (Node's `close`). */
 function writtenOut(responses: ReadonlySet<ServerResponse>): Promise<void> {
   return Promise.all([...responses].map((response) => new Promise((resolve) => response.once('close', resolve)))).then(() => undefined);
@@ -445,7 +452,9 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     const handler = createMcpHttpHandler({ kernel, config, version, logger, clock });
     // The daemon's stop (maybe while this was built): its sessions and streams end, their calls are cancelled, and it stops following the kernel.
     const close = (): void => {
-      mcpClosed = handler.close().catch((error: unknown) => logger.warn({ err: error }, 'could not close the MCP endpoints'));
+      mcpClosed = handler
+        .close({ callsWithinMs: MCP_CALLS_DRAIN_MS })
+        .catch((error: unknown) => logger.warn({ err: error }, 'could not close the MCP endpoints'));
     };
     if (options.closing?.aborted === true) close();
     else options.closing?.addEventListener('abort', close, { once: true });

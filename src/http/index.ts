@@ -6,7 +6,7 @@ export type { ApprovalRoutesOptions, ApprovalView } from './approval-routes.ts';
 export { toPairingView } from './channel-routes.ts';
 export { agentDetail, spawnedAgent } from './spawned-agent.ts';
 export type { AgentLookup, SpawnCheckOptions } from './spawned-agent.ts';
-export { createHttpApp, MCP_DRAIN_MS, ROUTE_COSTS } from './create-http-app.ts';
+export { createHttpApp, MCP_CALLS_DRAIN_MS, MCP_DRAIN_MS, ROUTE_COSTS } from './create-http-app.ts';
 export type { HttpApp, HttpAppOptions } from './create-http-app.ts';
 export type { HttpContext, HttpEnv } from './http-context.ts';
 export { createHostGuard, LOOPBACK_HOST_NAMES } from './host-guard.ts';

@@ -1,7 +1,5 @@
 import { Client, type FetchLike, type ReconnectionScheduler, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { EventEmitter } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MCP_DRAIN_MS } from '../../src/http/index.ts';
 import type { KernelEvent } from '../../src/kernel/index.ts';
 import { DEFAULT_MCP_SESSION_IDLE_MS, DEFAULT_MCP_SESSIONS_PER_PRINCIPAL, DEFAULT_MCP_SSE_RETRY_MS } from '../../src/mcp/server/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
@@ -413,51 +411,6 @@ describe('2025-era session lifetime', () => {
         text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: 1 }),
       },
     ]);
-  });
-
-  it("lets the daemon's stop wait for the MCP streams' last bytes to be written out, at most MCP_DRAIN_MS", async () => {
-    const stopping = new AbortController();
-    const { app, host } = await serve({ closing: stopping.signal, clientAddress: '127.0.0.1' });
-    // Node's response, as the server hands it to the app: "close" once written out.
-    const written = new EventEmitter();
-    const slow = new EventEmitter();
-    const open = async (outgoing: EventEmitter): Promise<Response> => {
-      const response = await app.request('/mcp/sse', { headers: { accept: 'text/event-stream' } }, { outgoing });
-      expect(response.status).toBe(200);
-      return response;
-    };
-    const streams = [await open(written), await open(slow)];
-    stopping.abort();
-    let closed = false;
-    const doors = app.doorsClosed().then(() => (closed = true));
-    // The endpoints end both streams; one is written out, the other not yet.
-    await Promise.all(streams.map((stream) => stream.text()));
-    written.emit('close');
-    await host.clock.advance(MCP_DRAIN_MS - 1);
-    expect(closed).toBe(false);
-    await host.clock.advance(1);
-    await doors;
-    expect(closed).toBe(true);
-  });
-
-  it("lets the daemon's stop go on as soon as the slowest MCP stream's last bytes are written out", async () => {
-    const stopping = new AbortController();
-    const { app, host } = await serve({ closing: stopping.signal, clientAddress: '127.0.0.1' });
-    const written = new EventEmitter();
-    const slow = new EventEmitter();
-    const streams: Response[] = [];
-    for (const outgoing of [written, slow]) streams.push(await app.request('/mcp/sse', { headers: { accept: 'text/event-stream' } }, { outgoing }));
-    stopping.abort();
-    let closed = false;
-    const doors = app.doorsClosed().then(() => (closed = true));
-    await Promise.all(streams.map((stream) => stream.text()));
-    written.emit('close');
-    await host.clock.advance(MCP_DRAIN_MS / 2);
-    expect(closed).toBe(false);
-    // Written out before MCP_DRAIN_MS: the clock moves no more, and the wait ends.
-    slow.emit('close');
-    await doors;
-    expect(closed).toBe(true);
   });
 
   it('keeps a principal to 32 sessions: the 33rd closes its least recently used idle one, and is refused with 429 while all are busy', async () => {

@@ -2,6 +2,7 @@ import { createMcpHandler, DEFAULT_MAX_REQUEST_BODY_SIZE, isLegacyRequest, type 
 import { createSystemClock } from '../../clock/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
+import type { Principal } from '../../access/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { safeParseJson } from '../../validation/index.ts';
@@ -9,7 +10,7 @@ import { type AgentDirectory, kernelAgentDirectory, mcpThread } from './agent-to
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
-import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions, sessionNotFound } from './mcp-sessions.ts';
+import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions, sessionNotFound, watchBody } from './mcp-sessions.ts';
 
 /** What the `/mcp` endpoints are built from. */
 export interface McpHttpHandlerOptions {
@@ -45,9 +46,12 @@ export interface McpHttpHandler {
   /**
    * Stops following the kernel, closes open streams, sessions and in-flight modern exchanges; from
    * its call on, a request is answered 503 (the daemon is stopping), but a session's DELETE 404 (the
-   * session has ended).
+   * session has ended). The requests admitted before it are answered first: it waits up to
+   * `callsWithinMs` of the clock (none by default) for their answers to be handed to the server
+   * (a call's result, on its stream); a call still running then is cancelled, and answered that
+   * the daemon is stopping.
    */
-  close(): Promise<void>;
+  close(options?: { callsWithinMs?: number }): Promise<void>;
 }
 
 /**
@@ -61,6 +65,54 @@ function daemonStopping(what: string, shape: 'json-rpc' | 'text', parsed?: unkno
   const id = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined;
   return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: typeof id === 'string' || typeof id === 'number' ? id : null }, { status: 503 });
 }
+
+/**
+ * `directory` whose calls (an agent's turn, a tool) end when `stop` aborts: cancelled, and failed
+ * at once with its reason, which the client gets as the call's error.
+ */
+function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal): AgentDirectory {
+  const untilStop = async <T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    stop.throwIfAborted();
+    let onStop: () => void = () => undefined;
+    const stopped = new Promise<never>((_resolve, reject) => {
+      onStop = () => reject(stop.reason as Error);
+      stop.addEventListener('abort', onStop, { once: true });
+    });
+    try {
+      return await Promise.race([work(AbortSignal.any([signal, stop])), stopped]);
+    } finally {
+      stop.removeEventListener('abort', onStop);
+    }
+  };
+  const callTool = directory.callTool?.bind(directory);
+  return {
+    ...directory,
+    send: (agentName, message, principal, signal, thread) => untilStop(signal, (joined) => directory.send(agentName, message, principal, joined, thread)),
+    ...(callTool === undefined
+      ? {}
+      : {
+          callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) =>
+            untilStop(signal, (joined) => callTool(name, input, principal, joined)),
+        }),
+  };
+}
+
+/** Whether `work` settles within `ms` of `clock`. */
+function within(clock: Clock, ms: number, work: Promise<unknown>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const cancel = clock.timer(ms, () => resolve(false));
+    void work.then(() => {
+      cancel();
+      resolve(true);
+    });
+  });
+}
+
+/** Whether `body` is a modern `subscriptions/listen`, whose stream stays open until the client or the close ends it. */
+const isListen = (body: unknown): boolean =>
+  typeof body === 'object' && body !== null && !Array.isArray(body) && (body as { method?: unknown }).method === 'subscriptions/listen';
+
+const isSse = (response: Response): boolean => (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
 
 function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
   const origin = originOfAuthInfo(ctx.authInfo);
@@ -108,14 +160,17 @@ async function isLegacyInitialize(request: Request, body: unknown): Promise<bool
  */
 export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHandler {
   const logger = (options.logger ?? createSilentLogger()).child({ component: 'mcp-server' });
-  const directory = options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config));
+  const clock = options.clock ?? createSystemClock();
+  /** Aborted when the close has waited for the calls admitted before it as long as it may. */
+  const stopCalls = new AbortController();
+  const directory = stoppableDirectory(options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config)), stopCalls.signal);
   const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });
   const sessions: McpSessions = createMcpSessions({
     directory,
     version: options.version,
-    clock: options.clock ?? createSystemClock(),
+    clock,
     ...options.sessions,
     onerror,
   });
@@ -141,27 +196,64 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     work.then(done, done);
     return work;
   };
+  /** The answers of requests admitted before the close, not yet handed to the server whole: the close lets them finish. */
+  const answering = new Set<Promise<void>>();
+  /**
+   * `work`'s answer, counted among those the close waits for until it is whole: at once for a JSON
+   * one, at the end of its body for a stream (a call's events, then its result).
+   */
+  const admit = async (work: Promise<Response>): Promise<Response> => {
+    let done: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => (done = resolve));
+    answering.add(answered);
+    void answered.then(() => answering.delete(answered));
+    try {
+      const response = await work;
+      if (response.body === null || !isSse(response)) {
+        done();
+        return response;
+      }
+      return new Response(watchBody(response.body, done), { status: response.status, statusText: response.statusText, headers: response.headers });
+    } catch (error) {
+      done();
+      throw error;
+    }
+  };
+  const allAnswered = (): Promise<unknown> => Promise.all([...answering, legacySse.answered()]);
   return {
     async fetch(request, origin, body) {
       const sdk = await bodyForSdk(request, body);
       const stopping = (): Response => daemonStopping(request.method === 'GET' ? 'open an MCP stream' : 'answer an MCP request', 'json-rpc', sdk.parsed);
       const parsed = 'parsed' in sdk ? { parsedBody: sdk.parsed } : {};
+      // A POST's answer is let finish by the close (not a stream that stays open: a GET's, a subscription's).
+      const admitted = request.method === 'POST' && !isListen(sdk.parsed) ? admit : (work: Promise<Response>) => work;
       if (request.headers.has(MCP_SESSION_HEADER)) {
         // Ending a session once every session has ended: answered as the SDK answers a session it has ended.
         if (closed && request.method === 'DELETE') return sessionNotFound();
-        return closed ? stopping() : sessions.serve(sdk.request, origin, parsed);
+        return closed ? stopping() : admitted(sessions.serve(sdk.request, origin, parsed));
       }
       if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) {
         return closed ? daemonStopping('open an MCP session', 'json-rpc', sdk.parsed) : open(sessions.open(sdk.request, origin, sdk.parsed));
       }
-      return closed ? stopping() : modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
+      return closed ? stopping() : admitted(modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed }));
     },
     sse: (request, origin) => (closed ? Promise.resolve(daemonStopping('open an MCP session', 'text')) : open(legacySse.open(request, origin))),
     messages: (request, origin, body) =>
       closed ? Promise.resolve(daemonStopping('answer an MCP message', 'text')) : legacySse.post(request, origin.principal, body),
-    async close() {
+    async close(closeOptions = {}) {
       closed = true;
       await Promise.allSettled([...opening]);
+      // The requests admitted before: their answers go out first; a call still running after
+      // `callsWithinMs` is cancelled and answered that the daemon is stopping, then they go out.
+      const callsWithinMs = closeOptions.callsWithinMs ?? 0;
+      if (!(callsWithinMs > 0 && (await within(clock, callsWithinMs, allAnswered())))) {
+        stopCalls.abort(
+          new Error(
+            `cannot finish the call: the daemon is stopping, and the call was still running ${callsWithinMs / 1000} s after the stop began; it was cancelled, call again once the daemon is back`,
+          ),
+        );
+        await allAnswered();
+      }
       unsubscribe();
       await sessions.close();
       await legacySse.close();

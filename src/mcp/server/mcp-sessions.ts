@@ -78,7 +78,7 @@ const jsonRpcError = (status: number, code: number, message: string): Response =
 export const sessionNotFound = (): Response => jsonRpcError(404, -32001, 'Session not found');
 
 /** `body` with `onEnd` called once when it ends, fails or is cancelled (the client went away). */
-function watchBody(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+export function watchBody(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
   const end = (): void => {
