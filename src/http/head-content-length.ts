@@ -9,9 +9,10 @@ import { ALREADY_SENT_HEADER } from './response-already-sent.ts';
  * answer written on Node's response, one with no body or one that states its length or encoding
  * keeps its headers as they are.
  */
-export const headContentLength: MiddlewareHandler = async (c, next) => {
+export const headContentLength: MiddlewareHandler = (c, next) => (c.req.method === 'HEAD' ? measured(c, next) : next());
+
+const measured: MiddlewareHandler = async (c, next) => {
   await next();
-  if (c.req.method !== 'HEAD') return;
   const { res } = c;
   const { headers } = res;
   if (res.body === null || headers.has('content-length') || headers.has('transfer-encoding') || headers.has(ALREADY_SENT_HEADER)) return;
