@@ -19,7 +19,7 @@ import { splitReply } from './split-reply.ts';
 const EDIT_INTERVAL_MS = 1000;
 
 /** How often a message another node is answering is looked at again, to take it up should that node be gone (decision 0061). */
-export const CLAIM_RETRY_MS = TURN_ELSEWHERE_RETRY_MS;
+const CLAIM_RETRY_MS = TURN_ELSEWHERE_RETRY_MS;
 
 /** A stored message's key in this process's sets: its channel and its platform id. */
 function messageKey(channel: string, platformId: string): string {
@@ -27,7 +27,7 @@ function messageKey(channel: string, platformId: string): string {
 }
 
 /** How long a message another node is answering is looked at, at most: as long as a turn running elsewhere is waited for. */
-export const CLAIM_WAIT_MS = TURN_ELSEWHERE_WAIT_MS;
+const CLAIM_WAIT_MS = TURN_ELSEWHERE_WAIT_MS;
 
 /**
  * How often, and how many times at most, the outcome of a message whose reply reached the person is
@@ -52,7 +52,7 @@ type Look = { held: ChannelMessageRecord } | { elsewhere: string | null } | unde
 const APPROVAL_COMMAND = /^\s*(approve|deny)\s+([0-9a-f-]{8,36})\s*$/i;
 
 /** The reply command (`approve <id>`, `deny <id>`) `text` is on a channel with approvers, if it is one. */
-export function approvalCommandOf(config: ChannelConfig, text: string): { verb: string; reference: string } | undefined {
+function approvalCommandOf(config: ChannelConfig, text: string): { verb: string; reference: string } | undefined {
   const command = config.policy.approvers.length > 0 ? APPROVAL_COMMAND.exec(text) : null;
   return command === null ? undefined : { verb: command[1] ?? '', reference: command[2] ?? '' };
 }
@@ -86,7 +86,7 @@ export class ChannelAnswers {
    * here already). One another node is answering is left to it, and waited for outside the
    * conversation, whose next messages are answered meanwhile (decision 0061).
    */
-  enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
+  #enqueue(channel: RunningChannel, message: ChannelMessageRecord): void {
     const key = `${channel.config.name}\u0000${message.conversationId}\u0000${message.thread ?? ''}`;
     const id = messageKey(channel.config.name, message.platformId);
     if (this.#pending.has(id) || this.#delivered.has(id)) return;
@@ -122,12 +122,12 @@ export class ChannelAnswers {
     if (this.#pending.has(id) || this.#delivered.has(id)) return;
     const command = approvalCommandOf(channel.config, message.text);
     if (command === undefined || adapter === undefined) {
-      this.enqueue(channel, message);
+      this.#enqueue(channel, message);
       return;
     }
     this.#track(
       `${messageKey(channel.config.name, message.platformId)}\u0000command`,
-      this.answerCommand({ config: channel.config, adapter }, message, command),
+      this.#answerCommand({ config: channel.config, adapter }, message, command),
     );
   }
 
@@ -154,7 +154,7 @@ export class ChannelAnswers {
    * closed group is ignored like their chatter there, and counts towards their rate), then
    * decided (by an approver only, see `decideApproval`).
    */
-  async answerCommand(
+  async #answerCommand(
     channel: { config: RunningChannel['config']; adapter: ChannelAdapter },
     message: ChannelMessageRecord,
     command: { verb: string; reference: string },
@@ -465,7 +465,7 @@ export class ChannelAnswers {
     const waited = this.#whileElsewhere(channel, message.platformId, claimedBy).then(
       (held) => {
         this.#pending.delete(id);
-        if (held) this.enqueue(channel, message);
+        if (held) this.#enqueue(channel, message);
       },
       (error: unknown) => {
         this.#pending.delete(id);

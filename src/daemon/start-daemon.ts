@@ -112,6 +112,7 @@ export function createDaemonApp(host: Host, options: DaemonAppOptions): ReturnTy
     packages: host.packages,
     channels: host.channels,
     cluster: host.cluster,
+    leasesTurns: host.leasesTurns,
     ...(host.mcp === undefined ? {} : { mcp: host.mcp }),
   });
 }

@@ -95,6 +95,11 @@ export interface Host {
    * leads and fires the schedules); otherwise it is alone, and leads.
    */
   cluster: ClusterNode;
+  /**
+   * Each running turn is leased to its node, and taken over by another once its node dies: on
+   * PostgreSQL (decision 0061). The kernel and the A2A recovery go by it.
+   */
+  leasesTurns: boolean;
   report: BootReport;
   close(): Promise<void>;
 }
@@ -188,6 +193,8 @@ export async function openHost(options: HostOptions): Promise<Host> {
   const nodeId = ids.uuid();
   // The PostgreSQL database the store is on, when it is: the cluster, the work queue and the event relay share it.
   const database = resolveStoreUrl(options.config, options.env);
+  // On PostgreSQL each running turn is leased to its node (decision 0061).
+  const leasesTurns = database !== undefined;
   const store = await openStore(options, database, nodeId);
   let cluster: ClusterNode | undefined;
   let worker: JobWorker | undefined;
@@ -240,8 +247,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
         id: joined.id,
         find: (id) => joined.liveNode(id),
         othersAlive: () => joined.othersAlive(),
-        // On PostgreSQL each running turn is leased to its node (decision 0061).
-        leasesTurns: database !== undefined,
+        leasesTurns,
         ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });
@@ -356,6 +362,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
       channels,
       report,
       cluster: joined,
+      leasesTurns,
       close: async () => {
         await relay?.stop();
         await channels.stop();

@@ -73,7 +73,9 @@ export interface HttpAppOptions {
   /** The installed skills a manifest's `skills` offer (the runtime's), shown in an agent's detail; without it, not shown. */
   skills?: ((allowlist: readonly string[]) => Promise<OfferedSkills>) | undefined;
   /** The nodes sharing the store, for `/api/cluster` (without them that answers 404), and whether others run now. */
-  cluster?: ClusterReader & Pick<Leadership, 'othersAlive'> & { readonly store?: 'sqlite' | 'postgres' };
+  cluster?: ClusterReader & Pick<Leadership, 'othersAlive'>;
+  /** Each running turn is leased to its node (`Host.leasesTurns`): A2A's recovery leaves a task's turn to its lease. */
+  leasesTurns?: boolean;
   /**
    * Aborted when the daemon stops: the MCP endpoints, if built, close (their sessions and streams
    * end, the calls still running in them are cancelled); the A2A server, if built, stops waiting
@@ -510,7 +512,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
         },
         clock,
         othersAlive: cluster === undefined ? undefined : () => cluster.othersAlive(),
-        leasesTurns: cluster?.store === 'postgres',
+        leasesTurns: options.leasesTurns,
         keyed: authenticator.keyed,
         callerOf: (c) => {
           const principal = (c.env as A2aEnv | undefined)?.[A2A_PRINCIPAL];
