@@ -59,9 +59,9 @@ export interface KernelNode extends ApprovalNode {
   /**
    * Nodes share the store and each running turn is leased to its node (PostgreSQL, decision
    * 0061): a turn of a node that died is taken over by another once its lease lapses
-   * (`Kernel.resumeTurn`), so none is resumed at start. Agents' hourly spending and capped
-   * families' spending are read from the shared usage log at each model call (`QuotaTracker`,
-   * `LifetimeSpend`, decision 0040).
+   * (`Kernel.resumeTurn`), so none is resumed at start. Capped families' spending is read from the
+   * shared usage log at each model call, agents' hourly spending at most once a second
+   * (`LifetimeSpend`, `QuotaTracker`, decision 0040).
    */
   leasesTurns?: boolean;
   /**
