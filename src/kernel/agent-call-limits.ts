@@ -6,6 +6,7 @@ import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
 import { lineageOf } from './lifetime-spend.ts';
 import type { PriorityGate } from './priority-gate.ts';
+import type { UnloggedSpend } from './shared-totals.ts';
 
 /**
  * The limits an agent's manifest puts on each of its model calls, beyond the hourly quota: how
@@ -48,12 +49,14 @@ export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest,
  * ancestor's cap covers what every agent under it spends. Of an ancestor not held, the cap is read
  * from its stored record (`unheld`, when its manifest did not validate): none there is no cap; one
  * that does not read, or an ancestor not known here at all, refuses the call (see `LifetimeSpend.unknown`).
+ * What the calls spend counts in `work` until it is written (see `LifetimeSpend.budget`).
  */
 export function lifetimeBudgets(
   ledger: BudgetLedger,
   entry: Pick<AgentEntry, 'id' | 'name' | 'ancestors'>,
   granted: (agentId: string) => readonly Capability[] | undefined,
   unheld: (agentId: string) => UnheldAgent | undefined,
+  work: UnloggedSpend,
 ): Budget[] {
   const { lifetime } = ledger;
   if (lifetime === undefined) return [];
@@ -71,6 +74,6 @@ export function lifetimeBudgets(
     }
     if (caps.length === 0) return [];
     const descendants = lineageOf(line.slice(index));
-    return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name)];
+    return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name, work)];
   });
 }

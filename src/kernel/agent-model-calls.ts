@@ -11,6 +11,7 @@ import type { Budget } from './budget-ledger.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import type { ModelCallRequest } from './message-flow-contract.ts';
 import type { ModelChoice } from './model-choice.ts';
+import { UnloggedSpend } from './shared-totals.ts';
 import type { TurnCommits } from './turn-commit.ts';
 
 /** What {@link AgentModelCalls} is built from. */
@@ -75,7 +76,8 @@ export class AgentModelCalls {
     const calls: ModelCallUsage[] = [];
     const modelConfig = entry.manifest.model;
     const maxOutputTokens = Math.min(modelConfig?.max_tokens ?? 4096, tokenCapOf(capabilities.granted(entry.id)));
-    const resolver = models.resolver(runtime, entry, budgets);
+    const spend = new UnloggedSpend();
+    const resolver = models.resolver(runtime, entry, spend, budgets);
     // On the agent's primary model (or the one asked for), chosen when the call is made.
     const settings = (): ModelCallSettings => ({
       resolver,
@@ -98,7 +100,7 @@ export class AgentModelCalls {
       return { text: JSON.stringify(output), output };
     } finally {
       // Paid for whether or not it answered as asked.
-      for (const used of calls) await commits.record(runtime, entry, [used], callLogger);
+      await commits.record(runtime, entry, calls, callLogger, spend);
     }
   }
 

@@ -11,6 +11,7 @@ import {
 } from '../models/index.ts';
 import type { QuotaLimits, QuotaTracker } from './quota-tracker.ts';
 import type { LifetimeSpend } from './lifetime-spend.ts';
+import type { UnloggedSpend } from './shared-totals.ts';
 
 /**
  * The one ledger every model call of an agent goes through (docs/decisions/0040-budget-ledger.md):
@@ -151,9 +152,9 @@ export class BudgetLedger {
     this.lifetime = lifetime;
   }
 
-  /** An agent's hourly tokens and cost (its `[resources]`), as a budget. */
-  hourly(agentId: string, agentName: string, limits: QuotaLimits): Budget {
-    return { agent: { id: agentId, name: agentName }, reserve: (estimate) => this.#quotas.reserve(agentId, agentName, limits, estimate) };
+  /** An agent's hourly tokens and cost (its `[resources]`), as a budget of the calls of a piece of work (`work`: what they spend that is not written yet). */
+  hourly(agentId: string, agentName: string, limits: QuotaLimits, work: UnloggedSpend): Budget {
+    return { agent: { id: agentId, name: agentName }, reserve: (estimate) => this.#quotas.reserve(agentId, agentName, limits, estimate, work) };
   }
 
   /**

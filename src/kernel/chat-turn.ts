@@ -11,6 +11,7 @@ import type { FlowState } from './flow-state.ts';
 import { compactHistory, summarize } from './history-compaction.ts';
 import { contextWindowOf } from './model-choice.ts';
 import type { OpenTurn, SessionTurnContext } from './open-turn.ts';
+import { UnloggedSpend } from './shared-totals.ts';
 import { chainOf, toolPolicyOf } from './tool-policy.ts';
 import { endingOf, finishTurn, resultOf } from './turn-commit.ts';
 import { resumeOf, TurnJournalWriter } from './turn-journal.ts';
@@ -64,8 +65,9 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
   const calls: ModelCallUsage[] = [];
   const input = [...base.messages, userMessage];
   const knownTokens = { count: base.messages.length, tokens: histories.tokensOf(base) };
-  const resolver = flow.models.resolver(runtime, entry);
-  const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+  const spend = new UnloggedSpend();
+  const resolver = flow.models.resolver(runtime, entry, spend);
+  const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger, spend };
   let messages: ModelMessage[];
   try {
     messages = await compactHistory(input, { runtime, entry, clock, model: primary, resolver, signal, emit, logger: runLogger, calls, knownTokens });
@@ -73,7 +75,7 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
     // Refused by a budget before the turn said anything: the message is kept, with why.
     for (const used of calls) trace.model(used);
     if (commits.isLive(entry)) await commits.commit(turn, input, calls, endingOf(error, signal), null);
-    else await commits.record(runtime, entry, calls, runLogger);
+    else await commits.record(runtime, entry, calls, runLogger, spend);
     throw commits.unwound(entry, error, signal);
   }
   for (const used of calls) trace.model(used);
@@ -136,7 +138,7 @@ export async function runChatTurn(flow: FlowState, context: SessionTurnContext):
     const partial = partialOutcomeOf(error);
     const spent = [...calls, ...(partial?.calls ?? [])];
     if (commits.isLive(entry)) await commits.commit(turn, partial?.messages ?? messages, spent, endingOf(error, signal), null);
-    else await commits.record(runtime, entry, spent, runLogger);
+    else await commits.record(runtime, entry, spent, runLogger, spend);
     throw commits.unwound(entry, error, signal);
   }
   if (canonical !== undefined && canonicalBase !== undefined) {

@@ -2,7 +2,7 @@ import type { UsageRecord, UsageRepository } from '../contracts/index.ts';
 import { CapabilityDeniedError, QuotaExceededError } from '../errors/index.ts';
 import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
-import { SharedTotals, spentOf } from './shared-totals.ts';
+import { SharedTotals, spentOf, type UnloggedSpend } from './shared-totals.ts';
 
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
@@ -66,9 +66,13 @@ export class LifetimeSpend {
       options.shared === true ? new SharedTotals((record) => [record.agentId, ...(record.lineage ?? '').split('/').filter((id) => id !== '')]) : undefined;
   }
 
-  /** `holder`'s lifetime cap as a budget of the ledger, for a call of agent `caller` (the holder or a descendant). */
-  budget(holder: CapHolder, maxUsd: number, caller: string): Budget {
-    return { reserve: (estimate) => this.#reserve(holder, maxUsd, caller, estimate) };
+  /**
+   * `holder`'s lifetime cap as a budget of the ledger, for the calls of agent `caller` (the holder
+   * or a descendant) in a piece of work: on a shared store, what they spend counts in `work` until
+   * it is written to the usage log.
+   */
+  budget(holder: CapHolder, maxUsd: number, caller: string, work: UnloggedSpend): Budget {
+    return { reserve: (estimate) => this.#reserve(holder, maxUsd, caller, estimate, work) };
   }
 
   /**
@@ -105,41 +109,49 @@ export class LifetimeSpend {
   }
 
   /**
-   * Tells the accounts that `records` (usage of calls made here) are in the usage log now, so that
-   * the next read of the log on a shared store does not count them twice. Nothing to do alone.
+   * Tells the accounts that this node wrote `records` to the usage log (see `SharedTotals.logged`).
+   * Nothing to do alone.
    */
   logged(records: readonly UsageRecord[]): void {
     this.#shared?.logged(records);
   }
 
-  #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation | Promise<Reservation> {
-    if (this.#shared !== undefined) return this.#reserveShared(this.#shared, holder, maxUsd, caller, estimate);
+  #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation | Promise<Reservation> {
+    if (this.#shared !== undefined) return this.#reserveShared(this.#shared, holder, maxUsd, caller, estimate, work);
     const account = this.#accounts.get(holder.id);
-    if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate);
+    if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate, work);
     return this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then((totals) => {
       // Another call may have seeded it meanwhile: that one holds its reservation.
       const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
       this.#accounts.set(holder.id, seeded);
-      return this.#hold(seeded, holder, maxUsd, caller, estimate);
+      return this.#hold(seeded, holder, maxUsd, caller, estimate, work);
     });
   }
 
   /** On a store other nodes share: the family's total read from the log at every call, then held as alone. */
-  async #reserveShared(shared: SharedTotals, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Promise<Reservation> {
+  async #reserveShared(
+    shared: SharedTotals,
+    holder: CapHolder,
+    maxUsd: number,
+    caller: string,
+    estimate: CallSpend,
+    work: UnloggedSpend,
+  ): Promise<Reservation> {
     let account = this.#accounts.get(holder.id);
     if (account === undefined) {
       account = { spentUsd: 0, reservedUsd: 0 };
       this.#accounts.set(holder.id, account);
     }
-    const total = await shared.total(holder.id, () => this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then(spentOf));
+    const current = account;
+    const total = await shared.total(holder.id, () => this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then(spentOf), {
+      refuses: (spent) => refuses(maxUsd, spent.costUsd + current.reservedUsd, estimate),
+    });
     if (total !== undefined) account.spentUsd = total.costUsd;
-    return this.#hold(account, holder, maxUsd, caller, estimate);
+    return this.#hold(account, holder, maxUsd, caller, estimate, work);
   }
 
-  #hold(account: Account, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend): Reservation {
-    const committed = account.spentUsd + account.reservedUsd;
-    const left = Math.max(0, maxUsd - committed);
-    if (estimate.costUsd > left) {
+  #hold(account: Account, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation {
+    if (refuses(maxUsd, account.spentUsd + account.reservedUsd, estimate)) {
       const own = holder.name === caller;
       const whose = own ? 'its manifest' : `the manifest of agent "${holder.name}", which agent "${caller}" descends from`;
       throw new QuotaExceededError(
@@ -169,11 +181,16 @@ export class LifetimeSpend {
       settle: (spent) => {
         if (!close() || this.#accounts.get(holder.id) !== account) return;
         account.spentUsd += spent.costUsd;
-        this.#shared?.settled(holder.id, spentOf(spent));
+        this.#shared?.settled(holder.id, spentOf(spent), work);
       },
       release: () => {
         close();
       },
     };
   }
+}
+
+/** Whether a cap of `maxUsd` refuses a call estimated at `estimate` when `committed` is spent or held by calls under way. */
+function refuses(maxUsd: number, committed: number, estimate: CallSpend): boolean {
+  return estimate.costUsd > Math.max(0, maxUsd - committed);
 }

@@ -12,6 +12,7 @@ import type { AgentRestorer } from './agent-restorer.ts';
 import type { CapabilityManager } from './capability-manager.ts';
 import { fallbackChain, manifestModels } from './model-targets.ts';
 import type { PriorityGate } from './priority-gate.ts';
+import type { UnloggedSpend } from './shared-totals.ts';
 
 /** What {@link ModelChoice} is built from. */
 export interface ModelChoiceParts {
@@ -109,8 +110,10 @@ export class ModelChoice {
    * The resolver an agent's work calls models through: each call reserves from the agent's hourly
    * quota and from `budgets` first, and settles with what it spent (see `BudgetLedger.meter`), within
    * the agent's lifetime cap, its per-call time limit and its place in the queue for a model slot.
+   * On a store other nodes share, what the calls spend counts in `work` until the work writes it to
+   * the usage log or ends (see `UnloggedSpend`): one per piece of work, ended by it.
    */
-  resolver(runtime: AgentRuntime, entry: AgentEntry, budgets: readonly Budget[] = []): ModelResolver {
+  resolver(runtime: AgentRuntime, entry: AgentEntry, work: UnloggedSpend, budgets: readonly Budget[] = []): ModelResolver {
     const { ledger, clock, capabilities } = this.#parts;
     const { resources } = entry.manifest;
     return ledger.meter(
@@ -122,12 +125,13 @@ export class ModelChoice {
       ),
       {
         budgets: [
-          ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }),
+          ledger.hourly(entry.id, entry.name, { maxTokensPerHour: resources.max_tokens_per_hour, maxCostPerHour: resources.max_cost_per_hour }, work),
           ...lifetimeBudgets(
             ledger,
             entry,
             (agentId) => (this.#parts.registry.find(agentId) === undefined ? undefined : capabilities.granted(agentId)),
             (agentId) => this.#parts.restorer.unheld(agentId),
+            work,
           ),
           ...budgets,
         ],

@@ -27,6 +27,7 @@ import { compactHistory } from './history-compaction.ts';
 import { contextWindowOf } from './model-choice.ts';
 import type { OpenTurn, SessionTurnContext } from './open-turn.ts';
 import { agentSystemPrompt } from './agent-skills.ts';
+import { UnloggedSpend } from './shared-totals.ts';
 import { defaultSystemPrompt } from './system-prompt.ts';
 import { chainOf, type ToolPolicy, toolPolicyOf } from './tool-policy.ts';
 import { endingOf, finishTurn, resultOf } from './turn-commit.ts';
@@ -228,8 +229,9 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     const base = await histories.load(place.sessionId);
     const calls: ModelCallUsage[] = [];
     const userMessage: ModelMessage = { role: 'user', content: message };
-    const resolver = flow.models.resolver(runtime, entry);
-    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger };
+    const spend = new UnloggedSpend();
+    const resolver = flow.models.resolver(runtime, entry, spend);
+    const turn: OpenTurn = { runtime, entry, place, base, userMessage, trace, logger: runLogger, spend };
     // Recorded when it was accepted, and its daemon stopped in it: its steps are not journaled, so
     // it is not resumed; its message is kept, with a record that says so (decision 0045).
     if (place.journal?.record !== undefined) {
@@ -281,7 +283,7 @@ export function createModuleTurns(flow: FlowState): ModuleTurns {
     } catch (error) {
       // The request was accepted and models were paid for: both are kept (a killed agent's, its usage alone).
       if (commits.isLive(entry)) await commits.commit(turn, [...history, userMessage], calls, endingOf(error, signal), null);
-      else await commits.record(runtime, entry, calls, runLogger);
+      else await commits.record(runtime, entry, calls, runLogger, spend);
       throw commits.unwound(entry, error, signal);
     }
     // A code agent that called no model answers as its module.

@@ -5,6 +5,7 @@ import type { AgentEntry } from './agent-entry.ts';
 import type { ModelTarget } from '../models/index.ts';
 import type { AgentRuntime, Caller } from './agent-runtime.ts';
 import type { SessionHistory } from './session-histories.ts';
+import type { UnloggedSpend } from './shared-totals.ts';
 import type { TurnSeal } from './message-flow-contract.ts';
 import type { JournalPlace } from './turn-journal.ts';
 import type { TurnTrace } from './turn-record.ts';
@@ -45,6 +46,8 @@ export interface OpenTurn {
   userMessage: ModelMessage;
   trace: TurnTrace;
   logger: Logger;
+  /** What the turn's calls spent through this node that is not in the usage log yet: its commit ends it. */
+  spend: UnloggedSpend;
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Clock, UsageRecord, UsageRepository } from '../contracts/index.ts'
 import { QuotaExceededError } from '../errors/index.ts';
 import { formatCount } from '../runtime/index.ts';
 import type { CallSpend, Reservation } from './budget-ledger.ts';
-import { SharedTotals, type Spent, spentOf } from './shared-totals.ts';
+import { SharedTotals, type Spent, spentOf, type UnloggedSpend } from './shared-totals.ts';
 
 /** The window quotas are counted over. */
 export const QUOTA_WINDOW_MS = 60 * 60 * 1000;
@@ -108,7 +108,11 @@ export class QuotaTracker {
       this.#windows.set(agentId, window);
     }
     const since = this.#clock.now() - QUOTA_WINDOW_MS + 1;
-    const total = await shared.total(agentId, () => this.#usage.totals({ since, agentId }).then(spentOf), since);
+    const current = window;
+    const total = await shared.total(agentId, () => this.#usage.totals({ since, agentId }).then(spentOf), {
+      since,
+      refuses: (spent) => reached({ ...current, ...spent }, limits),
+    });
     if (total !== undefined) Object.assign(window, total);
     if (reached(window, limits)) this.#refuseSpent({ ...window, spends: await this.#oldest(agentId, since, window, limits) }, agentName, limits);
     return window;
@@ -128,7 +132,7 @@ export class QuotaTracker {
     return first.length < OLDEST_ROWS || !reached(rest, limits) ? first : read();
   }
 
-  /** Tells the windows that `records` (usage of calls made here) are in the usage log now, so that the next read of the log on a shared store does not count them twice. Nothing to do alone. */
+  /** Tells the windows that this node wrote `records` to the usage log (see `SharedTotals.logged`). Nothing to do alone. */
   logged(records: readonly UsageRecord[]): void {
     this.#shared?.logged(records);
   }
@@ -174,21 +178,22 @@ export class QuotaTracker {
   }
 
   /**
-   * Holds `estimate` (at most what is left under each limit) for one model call of the agent, to
-   * be settled with what the call spent (added to the window then) or released. A call is refused
+   * Holds `estimate` (at most what is left under each limit) for one model call of the agent in a
+   * piece of work, to be settled with what the call spent (added to the window then; on a shared
+   * store, counted in `work` until it is written to the usage log) or released. A call is refused
    * only when nothing is left, so the hour ends at most one call's worth past a limit.
    * @throws {QuotaExceededError} as {@link QuotaTracker.check} does.
    */
-  reserve(agentId: string, agentName: string, limits: QuotaLimits, estimate: CallSpend): Reservation | Promise<Reservation> {
+  reserve(agentId: string, agentName: string, limits: QuotaLimits, estimate: CallSpend, work: UnloggedSpend): Reservation | Promise<Reservation> {
     if (this.#shared !== undefined)
-      return this.#read(this.#shared, agentId, agentName, limits).then((window) => this.#hold(agentId, window, agentName, limits, estimate));
+      return this.#read(this.#shared, agentId, agentName, limits).then((window) => this.#hold(agentId, window, agentName, limits, estimate, work));
     // Seeded once per agent from the usage log; after that a reservation waits for nothing.
     const current = this.#current(agentId);
-    if (current === undefined) return this.#window(agentId).then(() => this.reserve(agentId, agentName, limits, estimate));
-    return this.#hold(agentId, current, agentName, limits, estimate);
+    if (current === undefined) return this.#window(agentId).then(() => this.reserve(agentId, agentName, limits, estimate, work));
+    return this.#hold(agentId, current, agentName, limits, estimate, work);
   }
 
-  #hold(agentId: string, window: Window, agentName: string, limits: QuotaLimits, estimate: CallSpend): Reservation {
+  #hold(agentId: string, window: Window, agentName: string, limits: QuotaLimits, estimate: CallSpend, work: UnloggedSpend): Reservation {
     this.#refuseSpent(window, agentName, limits);
     const left = (limit: number, used: number): number => (limit > 0 ? Math.max(0, limit - used) : Number.POSITIVE_INFINITY);
     const heldTokens = Math.min(estimate.inputTokens + estimate.outputTokens, left(limits.maxTokensPerHour, window.tokens + window.reservedTokens));
@@ -209,7 +214,7 @@ export class QuotaTracker {
         if (!close() || this.#windows.get(agentId) !== window) return;
         // On a shared store the next read counts it, with the log's total, until this node writes it there.
         if (this.#shared === undefined) push(window, { at: this.#clock.now(), ...spentOf(spent) });
-        else this.#shared.settled(agentId, spentOf(spent), this.#clock.now());
+        else this.#shared.settled(agentId, spentOf(spent), work, this.#clock.now());
       },
       release: () => {
         close();

@@ -18,14 +18,24 @@ interface Unlogged extends Spent {
 
 /** One account's part in the reads of the log. */
 interface Share {
-  /** What calls made here have spent that this node has not written to the usage log yet, oldest first. */
-  unlogged: Unlogged[];
+  /** The work of this node whose calls spent in the account and that it has not written to the usage log yet. */
+  unlogged: Set<UnloggedSpend>;
   /** What this node has written to the usage log of the account's spending, in all. */
   logged: Spent;
   /** The number of the last read of the log the account took (an older read answering later is not taken). */
   read: number;
-  /** The last read taken: when it was made, and the log's total less what this node had written when it was made. */
-  last?: { at: number; base: Spent };
+  /** The last read taken. */
+  last?: LogRead;
+}
+
+/** A read of an account's total from the log. */
+interface LogRead {
+  /** When it was made. */
+  at: number;
+  /** The log's total less what this node had written when it was made. */
+  base: Spent;
+  /** Whether this node wrote to the log while it was read: the total may hold that twice. */
+  doubtful: boolean;
 }
 
 /** How often an account is read from the log: at every call, or at most once per `maxAgeMs` of `now`. */
@@ -35,18 +45,85 @@ export interface ReadEvery {
 }
 
 /**
+ * What one piece of work of this node (a turn, a call outside one, a workflow running in the
+ * background) has spent through it that is not in the usage log yet: each call's spending, counted
+ * in every account the call drew from ({@link SharedTotals.settled}) until the work writes it
+ * ({@link UnloggedSpend.written}) or ends ({@link UnloggedSpend.end}). Kept by the work, not by the
+ * account, so that writing a turn takes out what its own calls spent here: not what another node
+ * spent on the turn before it was taken over here, nor what another turn of the account spent.
+ */
+export class UnloggedSpend {
+  /** Its calls' spending in each account they drew from, oldest first. */
+  readonly #spends = new Map<Share, Unlogged[]>();
+  #ended = false;
+
+  /** Counts `spent` in `share` (by {@link SharedTotals}) until it is written or the work ends; nothing once it ended. */
+  count(share: Share, spent: Unlogged): void {
+    if (this.#ended) return;
+    const spends = this.#spends.get(share);
+    if (spends !== undefined) spends.push(spent);
+    else {
+      this.#spends.set(share, [spent]);
+      share.unlogged.add(this);
+    }
+  }
+
+  /** Adds to `total` what the work's calls spent in `share` (by {@link SharedTotals}), those settled at `since` or later. */
+  addTo(total: Spent, share: Share, since: number): void {
+    for (const spent of this.#spends.get(share) ?? []) {
+      if (spent.at < since) continue;
+      total.tokens += spent.tokens;
+      total.costUsd += spent.costUsd;
+    }
+  }
+
+  /**
+   * Tells the accounts that `records` (usage of the work's calls, one call's each) are in the usage
+   * log now: what they spent is no longer counted here, taken from the work's oldest calls (a work
+   * that writes as it goes, call by call: a workflow).
+   */
+  written(records: readonly UsageRecord[]): void {
+    const spent = { tokens: 0, costUsd: 0 };
+    for (const record of records) {
+      const { tokens, costUsd } = spentOf(record);
+      spent.tokens += tokens;
+      spent.costUsd += costUsd;
+    }
+    for (const [share, spends] of this.#spends) {
+      take(spends, 'tokens', spent.tokens);
+      take(spends, 'costUsd', spent.costUsd);
+      while (spends[0]?.tokens === 0 && spends[0].costUsd === 0) spends.shift();
+      if (spends.length > 0) continue;
+      this.#spends.delete(share);
+      share.unlogged.delete(this);
+    }
+  }
+
+  /**
+   * The work ended: its usage is written (its turn committed, or recorded alone), or will not be
+   * by this node (its commit was refused: another node took the turn over; or failed). What is left
+   * is no longer counted here, nor anything its calls settle later: an estimate of a call cut off
+   * that its record counts otherwise, a call that wrote no record.
+   */
+  end(): void {
+    this.#ended = true;
+    for (const share of this.#spends.keys()) share.unlogged.delete(this);
+    this.#spends.clear();
+  }
+}
+
+/**
  * Accounts of spending (an agent's hour, a family's life) kept on a store other nodes share
  * (decision 0040, "On a cluster the log is read at every call"): before each reservation, an
  * account's total is read from the usage log, which holds what every node has committed, and is
- * that total plus what this node's calls have spent that it has not written yet (a turn writes its
- * usage when it commits; {@link SharedTotals.logged} says when). What this node writes while the
- * log is read may be in the total or not: it is counted (twice until the next read, if it is),
- * never missed. A read answered after a later read of the same account is not taken. Alone, an
- * account is read once and needs none of this.
+ * that total plus what this node's work has spent that it has not written yet (each piece of work
+ * keeps its own: {@link UnloggedSpend}). What this node writes while the log is read may be in the
+ * total or not: it is counted (twice until the next read, if it is), never missed, and a total that
+ * would refuse is read once more first. A read answered after a later read of the same account is
+ * not taken. Alone, an account is read once and needs none of this.
  *
- * What is not written yet is kept call by call, with when it settled, for an account over a window
- * (an hour): a call whose turn never commits (its commit failed) leaves the window as a spend kept
- * in memory alone does, an hour after it settled.
+ * What is not written yet is kept call by call, with when it settled, so that an account over a
+ * window (an hour) counts only what settled within it.
  */
 export class SharedTotals {
   readonly #covers: (record: UsageRecord) => Iterable<string>;
@@ -66,43 +143,66 @@ export class SharedTotals {
 
   /**
    * The account's total: what `read` gives (the log's, one statement) and what this node spent that
-   * is not in the log, settled at `since` or later (all by default); undefined when a later read of
-   * the account has answered meanwhile (its total stands).
+   * is not in the log, settled at `options.since` or later (all by default); undefined when a later
+   * read of the account has answered meanwhile (its total stands). A total that `options.refuses`
+   * (it would refuse the call) is read again first when this node wrote to the log while it was read.
    */
-  async total(account: string, read: () => Promise<Spent>, since = 0): Promise<Spent | undefined> {
+  async total(account: string, read: () => Promise<Spent>, options: { since?: number; refuses?: (total: Spent) => boolean } = {}): Promise<Spent | undefined> {
     let share = this.#shares.get(account);
     if (share === undefined) {
-      share = { unlogged: [], logged: { tokens: 0, costUsd: 0 }, read: 0 };
+      share = { unlogged: new Set(), logged: { tokens: 0, costUsd: 0 }, read: 0 };
       this.#shares.set(account, share);
     }
     const now = this.#every?.now();
-    let base: Spent;
-    if (now !== undefined && share.last !== undefined && now >= share.last.at && now - share.last.at < (this.#every?.maxAgeMs ?? 0)) base = share.last.base;
-    else {
-      const number = (this.#reads += 1);
-      const before = { ...share.logged };
-      const logged = await read();
-      if (share.read > number) return undefined;
-      share.read = number;
-      base = { tokens: logged.tokens - before.tokens, costUsd: logged.costUsd - before.costUsd };
-      if (now !== undefined) share.last = { at: now, base };
-    }
-    const total = { tokens: base.tokens + share.logged.tokens, costUsd: base.costUsd + share.logged.costUsd };
-    // Older spending has left the account's window, written or not, as a spend kept in memory leaves it.
-    if (share.unlogged.some((spent) => spent.at < since)) share.unlogged = share.unlogged.filter((spent) => spent.at >= since);
-    for (const spent of share.unlogged) {
-      total.tokens += spent.tokens;
-      total.costUsd += spent.costUsd;
+    const { last } = share;
+    const fresh = now !== undefined && last !== undefined && now >= last.at && now - last.at < (this.#every?.maxAgeMs ?? 0);
+    let taken = fresh ? last : await this.#read(share, read, now);
+    if (taken === undefined) return undefined;
+    let total = this.#sum(share, taken.base, options.since ?? 0);
+    // A commit of this node that landed while the log was read may be in its total twice: not refused on that.
+    if (taken.doubtful && options.refuses?.(total) === true) {
+      taken = await this.#read(share, read, now);
+      if (taken === undefined) return undefined;
+      total = this.#sum(share, taken.base, options.since ?? 0);
     }
     return total;
   }
 
-  /** Counts `spent` (a call made here, settled at `at`) in the account until this node writes it to the log. */
-  settled(account: string, spent: Spent, at = 0): void {
-    this.#shares.get(account)?.unlogged.push({ ...spent, at });
+  /** Reads the account from the log; undefined when a later read answered first. */
+  async #read(share: Share, read: () => Promise<Spent>, now: number | undefined): Promise<LogRead | undefined> {
+    const number = (this.#reads += 1);
+    const before = { ...share.logged };
+    const logged = await read();
+    if (share.read > number) return undefined;
+    share.read = number;
+    const taken = {
+      at: now ?? 0,
+      base: { tokens: logged.tokens - before.tokens, costUsd: logged.costUsd - before.costUsd },
+      doubtful: share.logged.tokens !== before.tokens || share.logged.costUsd !== before.costUsd,
+    };
+    if (now !== undefined) share.last = taken;
+    return taken;
   }
 
-  /** Tells the accounts that `records` (usage of calls made here) are in the usage log now, so that the next read does not count them twice. */
+  /** `base` (a read of the log), what this node has written since and what it has not written yet. */
+  #sum(share: Share, base: Spent, since: number): Spent {
+    const total = { tokens: base.tokens + share.logged.tokens, costUsd: base.costUsd + share.logged.costUsd };
+    for (const work of share.unlogged) work.addTo(total, share, since);
+    return total;
+  }
+
+  /** Counts `spent` (a call of `work` made here, settled at `at`) in the account until the work writes it to the log or ends. */
+  settled(account: string, spent: Spent, work: UnloggedSpend, at = 0): void {
+    const share = this.#shares.get(account);
+    if (share !== undefined) work.count(share, { ...spent, at });
+  }
+
+  /**
+   * Tells the accounts that `records` are in the usage log now (written by this node: its own
+   * calls, or calls another node made on a turn this one took over), so that a read of the log made
+   * before them is not short of them. What this node's work spent is no longer counted when the
+   * work says so ({@link UnloggedSpend}).
+   */
   logged(records: readonly UsageRecord[]): void {
     if (this.#shares.size === 0) return;
     for (const record of records) {
@@ -110,10 +210,6 @@ export class SharedTotals {
       for (const account of this.#covers(record)) {
         const share = this.#shares.get(account);
         if (share === undefined) continue;
-        // What it wrote is what its oldest calls not written yet spent.
-        take(share.unlogged, 'tokens', spent.tokens);
-        take(share.unlogged, 'costUsd', spent.costUsd);
-        while (share.unlogged[0]?.tokens === 0 && share.unlogged[0].costUsd === 0) share.unlogged.shift();
         share.logged.tokens += spent.tokens;
         share.logged.costUsd += spent.costUsd;
       }

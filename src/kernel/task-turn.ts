@@ -8,6 +8,7 @@ import { systemPromptOf } from './identity-prompt.ts';
 import type { TaskTurn } from './message-flow-contract.ts';
 import { contextWindowOf } from './model-choice.ts';
 import { noEvents, type TurnContext } from './open-turn.ts';
+import { UnloggedSpend } from './shared-totals.ts';
 import { toolPolicyOf, chainOf } from './tool-policy.ts';
 import { finishTurn, killedDuringTurn, resultOf } from './turn-commit.ts';
 
@@ -48,6 +49,7 @@ export class TaskTurns {
     if (task.onSpend !== undefined) budgets.push(spendListener(task.onSpend));
     // What the step's tools ask of a model (`generate_text`, a judge) goes to the step's model, and draws from these budgets too.
     this.#flow.modelCalls.hold(agent, { model: task.limit === undefined ? undefined : task.model, budgets });
+    const spend = new UnloggedSpend();
     let outcome;
     try {
       outcome = await runAgentLoop({
@@ -56,7 +58,7 @@ export class TaskTurns {
         messages: [{ role: 'user', content: task.prompt }],
         cache: modelConfig?.cache !== false,
         models,
-        resolver: this.#flow.models.resolver(runtime, entry, budgets),
+        resolver: this.#flow.models.resolver(runtime, entry, spend, budgets),
         runner,
         tools: () => runner.toolsFor(agent, policy.filter),
         settings: policy.settings,
@@ -75,11 +77,11 @@ export class TaskTurns {
       });
     } catch (error) {
       // What the turn spent before failing is counted (a budget stop included; a killed agent's too, against its ancestors' caps).
-      await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger);
+      await commits.record(runtime, entry, partialOutcomeOf(error)?.calls ?? [], runLogger, spend);
       if (signal.aborted && !commits.isLive(entry)) throw killedDuringTurn(entry, error);
       throw error;
     }
-    const usage = await commits.record(runtime, entry, outcome.calls, runLogger);
+    const usage = await commits.record(runtime, entry, outcome.calls, runLogger, spend);
     return finishTurn(resultOf(usage, outcome.text, outcome.iterations, modelName(outcome.model)), emit);
   }
 }

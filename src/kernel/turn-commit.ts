@@ -12,6 +12,7 @@ import { auditRecordOf } from './event-bus.ts';
 import type { OpenTurn } from './open-turn.ts';
 import type { QuotaTracker } from './quota-tracker.ts';
 import type { SessionHistories } from './session-histories.ts';
+import type { UnloggedSpend } from './shared-totals.ts';
 import { outcomeRecord } from './turn-journal.ts';
 import { sealTurn, type TurnEnding } from './turn-record.ts';
 
@@ -24,10 +25,10 @@ export interface TurnCommitParts {
   logger: Logger;
   /** Where a live agent is found. */
   registry: Pick<AgentRegistry, 'find'>;
-  /** Checks a turn's quota; told of the usage written, so that an hour read again from a shared store's log does not count it twice. */
+  /** Checks a turn's quota; told of the usage written, so that an hour read from a shared store's log before it is not short of it. */
   quotas: Pick<QuotaTracker, 'check' | 'logged'>;
   histories: Pick<SessionHistories, 'save'>;
-  /** Told of the usage written, so that a cap read again from a shared store's log does not count it twice. */
+  /** Told of the usage written, so that a cap read from a shared store's log before it is not short of it. */
   lifetime?: Pick<LifetimeSpend, 'logged'> | undefined;
 }
 
@@ -91,11 +92,27 @@ export class TurnCommits {
     });
   }
 
-  /** Prices `calls` and records their usage at once (work outside a session's turn; the budget ledger counted each against the quota as it was made). */
-  async record(runtime: AgentRuntime, entry: AgentEntry, calls: readonly ModelCallUsage[], runLogger: Logger): Promise<UsageRecord[]> {
-    const usage = this.price(runtime, entry, calls, runLogger);
-    await this.#recordAlone(usage);
-    return usage;
+  /**
+   * Prices `calls` and records their usage at once (work outside a session's turn; the budget
+   * ledger counted each against the quota as it was made). `spend`, what the work's calls spent
+   * here that is not written yet, is told of each record written, and ends after, written or not,
+   * unless the work `goesOn` (a workflow records each call as it is made).
+   */
+  async record(
+    runtime: AgentRuntime,
+    entry: AgentEntry,
+    calls: readonly ModelCallUsage[],
+    runLogger: Logger,
+    spend: UnloggedSpend,
+    options: { goesOn?: boolean } = {},
+  ): Promise<UsageRecord[]> {
+    try {
+      const usage = this.price(runtime, entry, calls, runLogger);
+      await this.#recordAlone(usage, spend);
+      return usage;
+    } finally {
+      if (options.goesOn !== true) spend.end();
+    }
   }
 
   /**
@@ -105,6 +122,8 @@ export class TurnCommits {
    * counted each call against the quota as it was made). `model` answered the turn; null leaves it to the trace (its last model).
    * `options.wellFormed` leading messages of `session` are known to make a well-formed history. A
    * finished turn gives its `options.result`: the turn's audit record (see `TurnSeal`) commits with it.
+   * The turn's `spend` ends with the commit, written or not: a commit refused because another node
+   * took the turn over leaves its usage to that node's commit (decision 0040).
    * @throws {AgentStateError} when the agent was killed meanwhile: the usage is recorded alone.
    */
   async commit(
@@ -114,6 +133,21 @@ export class TurnCommits {
     ending: TurnEnding,
     model: string | null,
     options: CommitOptions = {},
+  ): Promise<UsageRecord[]> {
+    try {
+      return await this.#commit(turn, session, calls, ending, model, options);
+    } finally {
+      turn.spend.end();
+    }
+  }
+
+  async #commit(
+    turn: OpenTurn,
+    session: readonly ModelMessage[],
+    calls: readonly ModelCallUsage[],
+    ending: TurnEnding,
+    model: string | null,
+    options: CommitOptions,
   ): Promise<UsageRecord[]> {
     const { entry, place, userMessage } = turn;
     const usage = this.price(turn.runtime, entry, calls, turn.logger);
@@ -167,11 +201,12 @@ export class TurnCommits {
     throw killedDuringTurn(entry, cause);
   }
 
-  /** Writes `usage` to the usage log, record by record, outside a turn's commit. */
-  async #recordAlone(usage: readonly UsageRecord[]): Promise<void> {
+  /** Writes `usage` to the usage log, record by record, outside a turn's commit (`spend`: what its work spent here, told of each). */
+  async #recordAlone(usage: readonly UsageRecord[], spend?: UnloggedSpend): Promise<void> {
     for (const item of usage) {
       await this.#parts.store.usage.record(item);
       this.#logged([item]);
+      spend?.written([item]);
     }
   }
 

@@ -7,6 +7,7 @@ import { OWNER } from './agent-runtime.ts';
 import type { FlowState } from './flow-state.ts';
 import type { ModuleTurns } from './module-turns.ts';
 import { noEvents } from './open-turn.ts';
+import { UnloggedSpend } from './shared-totals.ts';
 
 /**
  * The workflows of workflow agents: the port their module reads and changes them through (one
@@ -71,9 +72,11 @@ export class WorkflowRunner {
     this.#runs.set(entry.id, controller);
     const runLogger = this.#flow.flowLogger.child({ agentId: entry.id, workflow: true });
     const port = this.port(entry);
+    // Its calls are written as they are made, and what is left of them not counted once it stops.
+    const spend = new UnloggedSpend();
     const record = (used: ModelCallUsage): void => {
       commits
-        .record(runtime, entry, [used], runLogger)
+        .record(runtime, entry, [used], runLogger, spend, { goesOn: true })
         .catch((error: unknown) => runLogger.error({ err: error }, 'could not record the usage of a workflow step'));
     };
     const done = (async () => {
@@ -86,7 +89,7 @@ export class WorkflowRunner {
           emit: noEvents,
           logger: runLogger,
           onCall: record,
-          resolver: this.#flow.models.resolver(runtime, entry),
+          resolver: this.#flow.models.resolver(runtime, entry, spend),
         });
         await executeWorkflow(context, port);
         // Said so that a test can tell that nothing more runs (a pause took effect) without a sleep.
@@ -103,6 +106,7 @@ export class WorkflowRunner {
           }))
           .catch(() => undefined);
       } finally {
+        spend.end();
         this.#runs.delete(entry.id);
       }
     })();

@@ -1,6 +1,6 @@
 import { APICallError } from '@ai-sdk/provider';
 import type { Clock, Logger } from '../contracts/index.ts';
-import { CapabilityDeniedError, isLoomError, QuotaExceededError, TokenBudgetExceededError } from '../errors/index.ts';
+import { CapabilityDeniedError, isLoomError, QuotaExceededError, StoreError, TokenBudgetExceededError } from '../errors/index.ts';
 import { ModelCallFailedError, type ModelFailure } from './errors/model-call-failed-error.ts';
 import { modelName } from './model-name.ts';
 import type { ModelTarget } from './resolve-model.ts';
@@ -58,7 +58,9 @@ interface ClassifiedError {
  * When `signal` aborts, the chain stops at once and rethrows the signal's reason; no other model is tried.
  * A budget's refusal (`QuotaExceededError`, `TokenBudgetExceededError`: the kernel's budget ledger
  * refused the call before it was made) is rethrown as it is too: another try or model would draw
- * from the same budget; so is a `CapabilityDeniedError` (a cap the call draws from cannot be read).
+ * from the same budget; so is a `CapabilityDeniedError` (a cap the call draws from cannot be read),
+ * and a `StoreError` (the ledger could not read what the call draws from: the database is down or
+ * restarting), which no model answers: the caller fails with it as with any store failure.
  *
  * Logging: each retry is a debug line; each model given up is one warning with its cause (and the
  * model tried next). Callers do not log a `ModelCallFailedError` again.
@@ -96,7 +98,13 @@ export async function callWithFallback<T>(
       } catch (error) {
         // An abort is the caller's decision, not the model's failure: stop everything.
         signal.throwIfAborted();
-        if (error instanceof QuotaExceededError || error instanceof TokenBudgetExceededError || error instanceof CapabilityDeniedError) throw error;
+        if (
+          error instanceof QuotaExceededError ||
+          error instanceof TokenBudgetExceededError ||
+          error instanceof CapabilityDeniedError ||
+          error instanceof StoreError
+        )
+          throw error;
         lastError = error;
         onlyUserErrors &&= isLoomError(error) && error.category === 'user';
         const classified = classifyModelError(error, clock.now());

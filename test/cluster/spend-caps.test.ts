@@ -1,13 +1,19 @@
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createFakeClock } from '../../src/clock/index.ts';
-import { QuotaExceededError } from '../../src/errors/index.ts';
-import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import { createTurnLeaseQueue } from '../../src/cluster/turn-leases.ts';
+import type { Tool } from '../../src/contracts/index.ts';
+import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
+import { isLoomError, QuotaExceededError, StoreError, toErrorResponse } from '../../src/errors/index.ts';
+import { createUuidGenerator, type Kernel, type MeteredCall, observeModelCalls } from '../../src/kernel/index.ts';
+import { QUOTA_READ_EVERY_MS } from '../../src/kernel/quota-tracker.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
 import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
-import { openPostgresStore } from '../../src/store/index.ts';
+import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
+import { agentListTool } from '../../src/tools/builtin/agent-list-tool.ts';
 import { buildKernel, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 // Two nodes on one database holding the same family of agents: a lifetime cap
 // ([capabilities].econ_spend) counts what the family spent through either node, without a restart.
@@ -20,18 +26,21 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** A node's kernel on the database at `url` (its own pool), booted as a daemon on PostgreSQL boots it, its agents on the scripted model server. */
-async function nodeKernel(url: string, id: string): Promise<Kernel> {
-  const store = await openPostgresStore({ url });
+/** A node on the database at `url`: its kernel (its own pool), booted as a daemon on PostgreSQL boots it, its agents on the scripted model server. */
+async function node(url: string, id: string): Promise<{ kernel: Kernel; store: PostgresStore; clock: FakeClock }> {
+  // Its store records the turns it runs under its id, as a daemon's does.
+  const store = await openPostgresStore({ url, origin: id });
+  const clock = createFakeClock();
   const kernel = buildKernel({
     store,
-    clock: createFakeClock(),
+    clock,
     ids: createUuidGenerator(),
     logger: createSilentLogger(),
     runtime: {
       resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }),
       costs: createCostCatalog(),
-      tools: [],
+      // A tool that runs, so that a turn calling it is journaled (its result committed) and can be taken over.
+      tools: [agentListTool as unknown as Tool<never>],
       env: {},
       workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}`,
     },
@@ -42,7 +51,11 @@ async function nodeKernel(url: string, id: string): Promise<Kernel> {
     await kernel.shutdown();
     await store.close();
   });
-  return kernel;
+  return { kernel, store, clock };
+}
+
+async function nodeKernel(url: string, id: string): Promise<Kernel> {
+  return (await node(url, id)).kernel;
 }
 
 async function refusalOf(promise: Promise<unknown>): Promise<unknown> {
@@ -113,6 +126,136 @@ describe('[capabilities].econ_spend across the nodes of a cluster', () => {
     const b = await nodeKernel(url, 'node-b');
     await expectRefusedByBoss(a.send('kid-b', 'more'), 'kid-b');
     await expectRefusedByBoss(b.send('kid-b', 'more'), 'kid-b');
+    expect(server.requests).toHaveLength(2);
+  }, 30_000);
+
+  it('counts a turn another node took over once on each node: on the node that lost it, and beside another turn of the family on the node that finished it', async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await node(url, 'node-a');
+    // boss's cap lets the family's turns below make their calls, and refuses one more once $0.03 is written.
+    await a.kernel.spawn(manifest(boss().replace('econ_spend = 0.035', 'econ_spend = 0.038')));
+    await a.kernel.spawn(manifest(`name = "kid-a"\n${model()}[resources]\nmax_tokens_per_hour = 6000\n[capabilities]\ntools = ["agent_list"]\n`), {
+      parent: 'boss',
+    });
+    await a.kernel.spawn(manifest(`name = "kid-b"\n${model()}[capabilities]\ntools = ["agent_list"]\n`), { parent: 'boss' });
+    const b = await node(url, 'node-b');
+    const listing = { toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 2000, outputTokens: 1000 } };
+
+    // Node A: kid-a's turn makes a call ($0.015, 3,000 tokens) and is in its second when A stops renewing its lease.
+    const late = Promise.withResolvers<void>();
+    server.script([listing, { ...reply, text: 'said too late', gate: late.promise }]);
+    const lost = refusalOf(a.kernel.send('kid-a', 'work'));
+    await waitFor('node A to make the turn its second call', () => server.requests.length === 2);
+    // Node B: kid-b's turn makes a call, not written yet, and waits in its second.
+    const held = Promise.withResolvers<void>();
+    server.script([listing, { ...reply, gate: held.promise }]);
+    const other = b.kernel.send('kid-b', 'other work');
+    await waitFor("kid-b's second call on node B", () => server.requests.length === 4);
+
+    // A's lease lapses; B takes the turn over, resumes it from its journal and commits it: A's first call and B's, $0.03.
+    const database = url.slice(url.lastIndexOf('/') + 1);
+    await postgres.query(
+      "UPDATE turn_journal SET lease_until = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000 WHERE node_id = 'node-a'",
+      [],
+      database,
+    );
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    closers.push(() => pool.end());
+    const [taken, ...none] = await createTurnLeaseQueue(pool, 'node-b', 60_000).takeOver();
+    expect(none).toEqual([]);
+    server.script([reply]);
+    expect(await b.kernel.resumeTurn(taken?.id ?? '')).toBe(true);
+    await waitFor('node B to commit the turn', async () => (await b.store.turns.get(taken?.id ?? '')) === undefined);
+    expect(server.requests).toHaveLength(5);
+
+    // On B the family has spent what the log holds and what kid-b's turn spent there: $0.045, not $0.03.
+    const onB = await refusalOf(b.kernel.send('boss', 'and you?'));
+    expect((onB as QuotaExceededError).message).toContain(
+      'agent "boss" may spend $0.038 in its life, with the agents it spawns, and has spent $0.045 (with $0.01',
+    );
+
+    // A's commit is refused; A counts what the log holds, the calls it made on the turn no more: $0.03, not $0.06.
+    late.resolve();
+    const refused = await lost;
+    expect(isLoomError(refused) ? refused.code : refused).toBe('TURN_TAKEN_OVER');
+    const onA = await refusalOf(a.kernel.send('boss', 'and you?'));
+    expect((onA as QuotaExceededError).message).toContain('agent "boss" may spend $0.038 in its life, with the agents it spawns, and has spent $0.03;');
+    // kid-a's hour too, read again a second later: 6,000 tokens, not 12,000.
+    await a.clock.advance(QUOTA_READ_EVERY_MS);
+    const hour = await refusalOf(a.kernel.send('kid-a', 'more'));
+    expect((hour as QuotaExceededError).message).toContain('agent "kid-a" has used 6,000 of its 6,000 tokens per hour');
+    expect(server.requests).toHaveLength(5);
+
+    held.resolve();
+    expect((await other).text).toBe('done');
+  }, 60_000);
+
+  it("fails a turn with STORE_FAILURE (503, Retry-After), not as the model's failure, when the family's total cannot be read from the log", async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await node(url, 'node-a');
+    await a.kernel.spawn(manifest(boss()));
+    // The database stops answering the family's total (the read before each call), as when it restarts.
+    const totals = a.store.usage.totals.bind(a.store.usage);
+    a.store.usage.totals = (options) =>
+      options.descendants === undefined
+        ? totals(options)
+        : Promise.reject(
+            new StoreError(`cannot total usage of agent "${options.agentId ?? ''}" and its descendants: the server is shutting down or starting; try again`, {
+              isRetryable: true,
+            }),
+          );
+    const calls: MeteredCall[] = [];
+    const stop = observeModelCalls((call) => calls.push(call));
+    closers.push(() => Promise.resolve(stop()));
+
+    let ended = false;
+    const failure = refusalOf(a.kernel.send('boss', 'hello')).finally(() => (ended = true));
+    // A retry would wait on the node's clock: it is moved on until the turn ends.
+    while (!ended) await a.clock.advance(1_000);
+    const error = await failure;
+    expect(isLoomError(error) ? [error.code, error.message] : error).toEqual([
+      'STORE_FAILURE',
+      `cannot total usage of agent "${a.kernel.get('boss').id}" and its descendants: the server is shutting down or starting; try again`,
+    ]);
+    const response = toErrorResponse(error, a.clock.now(), createSilentLogger());
+    expect([response.status, response.headers['retry-after']]).toEqual([503, '1']);
+    // One call, refused before it was sent: not tried again, and the model never asked.
+    expect(calls.map((call) => call.outcome)).toEqual(['refused']);
+    expect(server.requests).toHaveLength(0);
+  }, 30_000);
+
+  it("does not refuse a call on a commit of the node's own that landed while the family's total was read, and so is in that total twice", async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await node(url, 'node-a');
+    await a.kernel.spawn(manifest(boss().replace('econ_spend = 0.035', 'econ_spend = 0.03')));
+    await a.kernel.spawn(manifest(`name = "kid-a"\n${model()}`), { parent: 'boss' });
+    await a.kernel.spawn(manifest(`name = "kid-b"\n${model()}`), { parent: 'boss' });
+    const answer = Promise.withResolvers<void>();
+    server.script([{ ...reply, gate: answer.promise }, reply]);
+    const first = a.kernel.send('kid-a', 'one');
+    await waitFor("kid-a's call", () => server.requests.length === 1);
+
+    // The next read of boss's family total is answered once kid-a's turn has committed its $0.015, which it then holds.
+    const totals = a.store.usage.totals.bind(a.store.usage);
+    const bossId = a.kernel.get('boss').id;
+    let held: Promise<unknown> | undefined = first;
+    let reading = false;
+    a.store.usage.totals = async (options) => {
+      const wait = options.agentId === bossId && options.descendants !== undefined ? held : undefined;
+      if (wait !== undefined) {
+        held = undefined;
+        reading = true;
+        await wait;
+      }
+      return totals(options);
+    };
+    const second = a.kernel.send('kid-b', 'two');
+    await waitFor("the read of the family's total before kid-b's call", () => reading);
+    answer.resolve();
+
+    // $0.015 spent and about $0.0102 more fit boss's $0.03; counted twice, $0.03 would not.
+    expect((await first).text).toBe('done');
+    expect((await second).text).toBe('done');
     expect(server.requests).toHaveLength(2);
   }, 30_000);
 });
