@@ -72,6 +72,14 @@ export interface TurnStepRecord {
   data: JsonObject;
 }
 
+/** A turn as the journal holds it, without its steps (see `TurnJournalRepository.runningOn`). */
+export type TurnJournalHead = Omit<TurnJournalRecord, 'steps'>;
+
+/** A step of a turn with its number in the turn (a turn's steps are numbered from 0 as they are recorded). */
+export interface NumberedTurnStep extends TurnStepRecord {
+  seq: number;
+}
+
 /** A turn as it is first recorded: running, with no steps. */
 export type TurnJournalOpen = Omit<TurnJournalRecord, 'state' | 'outcome' | 'steps'>;
 
@@ -105,6 +113,18 @@ export interface TurnJournalRepository {
   byKey(agentId: string, idempotencyKey: string): Promise<TurnJournalRecord | undefined>;
   /** Every running turn, with its steps, oldest first. */
   running(): Promise<TurnJournalRecord[]>;
+  /**
+   * The oldest running turn (by when it was received, then recorded) on the session of that
+   * conversation of the agent (null: its main session), without its steps, with the node that holds
+   * its lease (on PostgreSQL, decision 0061; null when none does); undefined when it has none.
+   */
+  runningOn(agentId: string, conversation: string | null): Promise<(TurnJournalHead & { nodeId: string | null }) | undefined>;
+  /**
+   * Turn `turnId` without its steps, and those numbered `from` or after (of kind `kind` only, when
+   * given), each with its number: what a reader that had read its steps up to `from` reads again.
+   * Undefined when the journal has no such turn.
+   */
+  stepsSince(turnId: string, from: number, kind?: TurnStepRecord['kind']): Promise<{ turn: TurnJournalHead; steps: NumberedTurnStep[] } | undefined>;
   /**
    * Closes a turn that ended without a session commit (refused when it left the queue, or its
    * agent can no longer run it), as a session commit's `closeTurn` would.

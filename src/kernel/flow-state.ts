@@ -50,7 +50,11 @@ export interface MessageFlowParts {
    * hears the kernel's events, other nodes' among them, to follow a turn another node runs
    * (`followElsewhere`). A journaled turn then saves its stream with its commits from the start.
    */
-  cluster?: { subscribe(listener: (event: KernelEvent) => void): () => void };
+  cluster?: {
+    subscribe(listener: (event: KernelEvent) => void): () => void;
+    /** The node `id` when it runs now, with how it is shown: named to a client asking this node to cancel that node's turn. */
+    find(id: string): Promise<{ name: string; url: string | null } | undefined>;
+  };
 }
 
 /**

@@ -37,7 +37,7 @@ const GENERATE_TEXT_SYSTEM = 'Do what the user message asks and answer with the 
  */
 export function createKernel(services: KernelServices, forged: EmergentEngine): Kernel {
   const { dependencies, logger, registry, capabilities, events, quotas, ledger, guard, taint, approvals, publish } = services;
-  const { store, clock, ids, runtime } = dependencies;
+  const { store, clock, ids, runtime, node } = dependencies;
   const resumeBackgroundWork = dependencies.resumeBackgroundWork === true;
 
   /** An agent's view, and its detailed view, naming the daemon's default model where it runs on it. */
@@ -68,7 +68,7 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     recentFailures: trackRecentFailures(events, clock),
     announce: (event) => events.publish(event),
     // On a cluster a turn another node runs is followed here from its journal, read again at each event of its agent.
-    ...(dependencies.node?.leasesTurns === true ? { cluster: { subscribe: (listener) => events.subscribe(listener) } } : {}),
+    ...(node?.leasesTurns === true ? { cluster: { subscribe: (listener) => events.subscribe(listener), find: (id) => node.find(id) } } : {}),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {

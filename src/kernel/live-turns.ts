@@ -34,7 +34,7 @@ export interface StreamStepData {
 }
 
 /** The id of an event of a turn's stream: `<turn id>:<epoch>:<seq>`. */
-function eventId(turnId: string, entry: { epoch: string; seq: number }): string {
+export function eventId(turnId: string, entry: { epoch: string; seq: number }): string {
   return `${turnId}:${entry.epoch}:${entry.seq}`;
 }
 
@@ -47,6 +47,11 @@ export function parseEventId(id: string): { turnId: string; epoch: string; seq: 
 
 /** An event of a turn's stream, named by its id's parts. */
 export type EventId = NonNullable<ReturnType<typeof parseEventId>>;
+
+/** A turn under way as `GET …/turn` shows it: `runId` once it runs (queued before), on this node or another. */
+export function runningTurnView(runId: string | undefined, message: string, receivedAt: number): RunningTurnView {
+  return { run_id: runId ?? null, message, received_at: new Date(receivedAt).toISOString(), state: runId === undefined ? 'queued' : 'running' };
+}
 
 /** Whether `entries` (a turn's events, in order) hold the event `id` names. */
 export function holdsEvent(entries: readonly StreamEntry[], id: EventId): boolean {
@@ -156,6 +161,11 @@ export class LiveTurn {
     return this.#shown;
   }
 
+  /** Whether clients of other nodes may hold its events' ids, read from the journal (see `unsaved`). */
+  get shared(): boolean {
+    return this.#shared;
+  }
+
   /** Resolves with how the turn ended, once what it did is committed. */
   get ended(): Promise<TurnStatus> {
     return this.#ended;
@@ -248,12 +258,7 @@ export class LiveTurn {
   }
 
   view(): RunningTurnView {
-    return {
-      run_id: this.runId ?? null,
-      message: this.message,
-      received_at: new Date(this.receivedAt).toISOString(),
-      state: this.runId === undefined ? 'queued' : 'running',
-    };
+    return runningTurnView(this.runId, this.message, this.receivedAt);
   }
 }
 
@@ -337,11 +342,15 @@ export class LiveTurns {
     return turn;
   }
 
-  /** Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS} of `now` with one of its event ids (kept only when a client was shown it). */
+  /**
+   * Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS}
+   * of `now` with one of its event ids (kept only when a client was shown it, or, on a cluster, clients
+   * of other nodes may have been: they come back here too).
+   */
   close(turn: LiveTurn, now: number): void {
     this.#prune(now);
-    // A turn no client was shown has no follower to come back with an event id: nothing to keep.
-    if (turn.shown) this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
+    // A turn no client was shown, here or elsewhere, has no follower to come back with an event id: nothing to keep.
+    if (turn.shown || turn.shared) this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
     for (const oldest of this.#ended.keys()) {
       if (this.#ended.size <= ENDED_TURNS_KEPT) break;
       this.#ended.delete(oldest);

@@ -16,7 +16,7 @@ import type { MessageFlow, SendOptions, TaskTurn, TurnSeal } from './message-flo
 import { createModuleTurns } from './module-turns.ts';
 import { noEvents, type TurnPlace } from './open-turn.ts';
 import { TaskTurns } from './task-turn.ts';
-import { followElsewhere, runningElsewhere } from './turn-followed-elsewhere.ts';
+import { cancelElsewhere, followElsewhere, runningElsewhere } from './turn-followed-elsewhere.ts';
 import { sessionOf, TurnIntake } from './turn-intake.ts';
 import { savedStreamOf } from './turn-journal.ts';
 import { WorkflowRunner } from './workflow-runner.ts';
@@ -51,6 +51,8 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   const tasks = new TaskTurns(flow);
   const workflows = new WorkflowRunner(flow, moduleTurns);
   const intake = new TurnIntake({ store, clock, ids: parts.ids, logger: flowLogger });
+  // Aborted at shutdown: a turn another node runs is followed here until then at most.
+  const closing = new AbortController();
 
   async function runTask(reference: string, task: TaskTurn, options: SendOptions = {}): Promise<TurnResult> {
     const caller = options.caller ?? OWNER;
@@ -227,6 +229,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             clock,
             subscribe: (listener) => cluster.subscribe(listener),
             here: (turnId, from) => liveTurns.followHere(agent.id, conversation, turnId, from, clock.now()),
+            closing: closing.signal,
           },
           agent.id,
           conversation,
@@ -239,6 +242,13 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     },
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);
+      const { cluster } = parts;
+      // On a cluster the turn may run on another node: the refusal says which, and to cancel it there.
+      const elsewhere =
+        cluster === undefined || liveTurns.current(agent.id, conversation) !== undefined
+          ? undefined
+          : await cancelElsewhere({ store, find: (id) => cluster.find(id) }, agent, conversation);
+      if (elsewhere !== undefined) throw elsewhere;
       const turn = currentTurn(agent, conversation, 'cancel');
       turn.controller.abort(turnCancelledBy(by));
       const status = await turn.ended;
@@ -264,6 +274,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     },
     resumeWork: (agent) => workflows.resume(agent),
     stopTurns(agent, reason) {
+      if (reason === 'shutdown') closing.abort();
       workflows.stop(agent);
       const what = reason === 'kill' ? 'was killed' : reason === 'suspend' ? 'was suspended' : 'stopped because Loom is shutting down';
       // `stopped` tells a turn Loom stopped from a message refused at admission (an A2A task ends canceled, not failed).

@@ -1,14 +1,29 @@
-import type { Clock, JsonObject, Store, TurnJournalRecord } from '../contracts/index.ts';
+import type { Clock, NumberedTurnStep, Store, TurnJournalHead } from '../contracts/index.ts';
 import { LoomError, TurnCancelledError } from '../errors/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 import type { KernelEvent } from './event-bus.ts';
 import { errorEvent } from './event-stream.ts';
-import { type EventId, eventsAfter, type FollowedEvent, holdsEvent, type RunningTurnView, type StreamEntry } from './live-turns.ts';
-import { readRequest, savedStreamOf } from './turn-journal.ts';
+import {
+  type EventId,
+  eventId,
+  eventsAfter,
+  type FollowedEvent,
+  holdsEvent,
+  type RunningTurnView,
+  runningTurnView,
+  type StreamEntry,
+  type StreamStepData,
+} from './live-turns.ts';
+import { resultOf } from './turn-commit.ts';
+import { readRequest } from './turn-journal.ts';
 import { committedTurnOf } from './turn-record.ts';
 
-/** How often the journal of a turn running on another node is read again while a client here follows it, when no event of its agent came first. */
-export const FOLLOW_ELSEWHERE_POLL_MS = 500;
+/**
+ * How often the journal of a turn running on another node is read again while a client here
+ * follows it, when no event of its agent came first: each commit of the turn publishes events its
+ * node relays (a tool call's, the turn's end), which wake the follower at once; this is the fallback.
+ */
+export const FOLLOW_ELSEWHERE_POLL_MS = 3_000;
 
 /** What {@link followElsewhere} needs from the kernel. */
 export interface FollowElsewhereParts {
@@ -18,16 +33,18 @@ export interface FollowElsewhereParts {
   subscribe(listener: (event: KernelEvent) => void): () => void;
   /** Follows turn `turnId` as this node runs it (it took it over) or ran it lately, after `after`; undefined when it does not. */
   here(turnId: string, after: EventId | undefined): AsyncIterable<FollowedEvent> | undefined;
+  /** Aborts when the kernel shuts down: a follower with no signal of its own (the Kernel API's) stops then. */
+  closing: AbortSignal;
 }
 
 /**
  * Follows a turn the journal holds running on another node (a cluster: decision 0059, amended):
  * the turn `after` is an event of, or without it the oldest running turn on that session of the
  * agent. The follower gets the events its node saved with each step it recorded (the same ids as
- * there), read again at every event of its agent this node hears and every
- * {@link FOLLOW_ELSEWHERE_POLL_MS}; once this node runs the turn (it took it over), its events as
- * they come; once the turn ended elsewhere, the rest of its text and its end, from the session.
- * It stops when `signal` aborts (the client left).
+ * there), the steps after those it read read again at every event of its agent this node hears
+ * and every {@link FOLLOW_ELSEWHERE_POLL_MS}; once this node runs the turn (it took it over), its
+ * events as they come; once the turn ended elsewhere, the rest of its text and its end, from the
+ * session. It stops when `signal` aborts (the client left) or the kernel shuts down.
  * @returns undefined when the journal holds no such running turn.
  */
 export async function followElsewhere(
@@ -37,81 +54,105 @@ export async function followElsewhere(
   after: EventId | undefined,
   signal: AbortSignal | undefined,
 ): Promise<AsyncIterable<FollowedEvent> | undefined> {
-  const record = await journaledTurn(parts.store, agentId, conversation, after?.turnId);
-  return record === undefined ? undefined : journalEvents(parts, record, after, signal);
+  const session = conversation ?? null;
+  // Its steps are read for a follower only: `GET …/session` reads the turn alone (`runningElsewhere`).
+  const turnId = after?.turnId ?? (await parts.store.turns.runningOn(agentId, session))?.id;
+  const read = turnId === undefined ? undefined : await parts.store.turns.stepsSince(turnId, 0, 'stream');
+  if (read === undefined || read.turn.state !== 'running' || read.turn.agentId !== agentId || read.turn.conversation !== session) return undefined;
+  return journalEvents(parts, read.turn, read.steps, after, signal);
 }
 
 /**
  * The turn the journal holds running on that session of the agent, as `GET …/turn` shows it (on a
  * cluster, one another node runs; its `run_id` is the turn's id): the oldest, when several are.
+ * One row read, at its index, without its steps.
  */
 export async function runningElsewhere(store: Store, agentId: string, conversation: string | undefined): Promise<RunningTurnView | undefined> {
-  const record = await journaledTurn(store, agentId, conversation, undefined);
-  if (record === undefined) return undefined;
-  return { run_id: record.id, message: readRequest(record.request)?.message ?? '', received_at: new Date(record.receivedAt).toISOString(), state: 'running' };
+  const turn = await store.turns.runningOn(agentId, conversation ?? null);
+  return turn === undefined ? undefined : runningTurnView(turn.id, readRequest(turn.request)?.message ?? '', turn.receivedAt);
 }
 
-/** The running turn `turnId` of the journal on that session of the agent, or without it the oldest one there; undefined when there is none. */
-async function journaledTurn(
-  store: Store,
-  agentId: string,
+/**
+ * Why this node does not cancel the turn of that session of the agent another node runs (the
+ * journal holds it running, leased to that node): which node, and to cancel it there; undefined
+ * when the journal holds no running turn there. A cancel stops a turn in the memory of its node.
+ */
+export async function cancelElsewhere(
+  parts: Pick<FollowElsewhereParts, 'store'> & { find(id: string): Promise<{ name: string; url: string | null } | undefined> },
+  agent: { id: string; name: string },
   conversation: string | undefined,
-  turnId: string | undefined,
-): Promise<TurnJournalRecord | undefined> {
-  const session = conversation ?? null;
-  const record =
-    turnId === undefined
-      ? (await store.turns.running()).find((turn) => turn.agentId === agentId && turn.conversation === session)
-      : await store.turns.get(turnId);
-  return record?.state === 'running' && record.agentId === agentId && record.conversation === session ? record : undefined;
+): Promise<LoomError | undefined> {
+  const turn = await parts.store.turns.runningOn(agent.id, conversation ?? null);
+  if (turn === undefined) return undefined;
+  const node = turn.nodeId === null ? undefined : await parts.find(turn.nodeId);
+  const where =
+    node === undefined
+      ? 'on a node that no longer answers: another node takes it over once its lease lapses (decision 0061), and can cancel it then; try again in a few seconds'
+      : `on node "${node.name}"${node.url === null ? '' : ` (${node.url})`}: cancel it there, with the same request`;
+  return new LoomError('TURN_ELSEWHERE', 'user', `cannot cancel the turn of agent "${agent.name}" on this node: turn "${turn.id}" runs ${where}`, {
+    details: { agent: agent.name, turnId: turn.id, ...(node === undefined ? {} : { node: node.name, url: node.url }) },
+  });
 }
 
-/** The events of `first` after `after`, as {@link followElsewhere} gives them. */
+/** The stream entries the `stream` steps `steps` saved, in order. */
+const entriesOf = (steps: readonly NumberedTurnStep[]): StreamEntry[] => steps.flatMap((step) => (step.data as unknown as StreamStepData).entries ?? []);
+
+/** The events of turn `turn` (its `stream` steps so far `steps`) after `after`, as {@link followElsewhere} gives them. */
 async function* journalEvents(
   parts: FollowElsewhereParts,
-  first: TurnJournalRecord,
+  turn: TurnJournalHead,
+  steps: readonly NumberedTurnStep[],
   after: EventId | undefined,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<FollowedEvent> {
-  let record = first;
+  const entries = entriesOf(steps);
+  // The number of the next step to read.
+  let next = (steps.at(-1)?.seq ?? -1) + 1;
   // The last event given (none yet: from the start).
   let last: EventId | undefined;
-  if (after !== undefined && holdsEvent(savedStreamOf(record), after)) last = after;
+  if (after !== undefined && holdsEvent(entries, after)) last = after;
   else if (after !== undefined)
     yield {
-      rewind: `event "${after.turnId}:${after.epoch}:${after.seq}" is not among the events saved of this turn, which runs on another node (a node saves them with each step of the turn it records; one that stopped took those it had not saved with it): here it is from the start`,
+      rewind: `event "${eventId(after.turnId, after)}" is not among the events saved of this turn, which runs on another node (a node saves them with each step of the turn it records; one that stopped took those it had not saved with it): here it is from the start`,
     };
+  // Aborted to read the journal again at once: by an event of the agent, the client leaving, the kernel stopping.
   let wake = new AbortController();
+  const stop = (): void => wake.abort();
+  const left = (): boolean => signal?.aborted === true || parts.closing.aborted;
+  signal?.addEventListener('abort', stop);
+  parts.closing.addEventListener('abort', stop);
   const unsubscribe = parts.subscribe((event) => {
-    if (event.agentId === record.agentId) wake.abort();
+    if (event.agentId === turn.agentId) wake.abort();
   });
   try {
-    for (;;) {
+    while (!left()) {
       // Taken over by this node (or ended here lately): followed as this node runs it, from the last event given.
-      const here = parts.here(record.id, last);
+      const here = parts.here(turn.id, last);
       if (here !== undefined) {
         yield* here;
         return;
       }
-      const entries = savedStreamOf(record);
-      yield* eventsAfter(record.id, entries, last?.seq ?? 0);
+      yield* eventsAfter(turn.id, entries, last?.seq ?? 0);
       const newest = entries.at(-1);
-      if (newest !== undefined && newest.seq > (last?.seq ?? 0)) last = { turnId: record.id, epoch: newest.epoch, seq: newest.seq };
-      await parts.clock
-        .sleep(FOLLOW_ELSEWHERE_POLL_MS, { signal: signal === undefined ? wake.signal : AbortSignal.any([signal, wake.signal]) })
-        .catch(() => undefined);
-      if (signal?.aborted === true) return;
+      if (newest !== undefined && newest.seq > (last?.seq ?? 0)) last = { turnId: turn.id, epoch: newest.epoch, seq: newest.seq };
+      await parts.clock.sleep(FOLLOW_ELSEWHERE_POLL_MS, { signal: wake.signal }).catch(() => undefined);
+      if (left()) return;
       if (wake.signal.aborted) wake = new AbortController();
-      const now = await parts.store.turns.get(record.id);
-      if (now?.state === 'running') {
-        record = now;
+      const read = await parts.store.turns.stepsSince(turn.id, next, 'stream');
+      if (read?.turn.state === 'running') {
+        entries.push(...entriesOf(read.steps));
+        next = (read.steps.at(-1)?.seq ?? next - 1) + 1;
         continue;
       }
-      yield* await endOf(parts.store, record, now, textUpTo(entries, last?.seq ?? 0));
+      // It ended: here, when this node had taken it over (its events keep their ids), else elsewhere.
+      const ended = parts.here(turn.id, last);
+      yield* ended ?? (await endOf(parts.store, turn, read?.turn, entries, last));
       return;
     }
   } finally {
     unsubscribe();
+    signal?.removeEventListener('abort', stop);
+    parts.closing.removeEventListener('abort', stop);
   }
 }
 
@@ -125,20 +166,59 @@ function textUpTo(entries: readonly StreamEntry[], seq: number): string {
   return text;
 }
 
+/** How a turn ended, as a follower of another node's turn is told it: its text when known (`said`). */
+interface Ending {
+  status: 'finished' | 'cancelled' | 'failed' | 'unknown';
+  result?: TurnResult;
+  reason?: string;
+  said?: string;
+}
+
 /**
- * The end of turn `record`, which ended on another node (its journal `done`, with a key; or gone),
- * as its follower gets it: what its text said after `shown` (said after the last step its node
- * saved), then `run-finish` or `error`. Without an id: no node keeps these events.
+ * How turn `turn` ended: as its journal keeps it done (`done`, a turn with a key), else as its
+ * session's stored messages keep it. A keyed turn that did not finish keeps no text in its
+ * journal: its text is read from the session, when it still holds the turn.
  */
-async function endOf(store: Store, record: TurnJournalRecord, done: TurnJournalRecord | undefined, shown: string): Promise<FollowedEvent[]> {
-  const ending = done?.outcome ?? sessionOutcome((await store.sessions.get(record.sessionId))?.messages ?? [], record.id);
-  const status = ending?.['status'];
-  const result = status === 'finished' ? (ending?.['result'] as unknown as TurnResult | null) : undefined;
-  const said = result?.text ?? (typeof ending?.['text'] === 'string' ? ending['text'] : '');
-  const rest = said.startsWith(shown) ? said.slice(shown.length) : '';
-  const reason = typeof ending?.['reason'] === 'string' ? ending['reason'] : undefined;
+async function endingOf(store: Store, turn: TurnJournalHead, done: TurnJournalHead | undefined): Promise<Ending> {
+  const outcome = done?.state === 'done' ? done.outcome : null;
+  if (outcome?.['status'] === 'finished' && outcome['result'] !== null && outcome['result'] !== undefined) {
+    const result = outcome['result'] as unknown as TurnResult;
+    return { status: 'finished', result, said: result.text };
+  }
+  const committed = committedTurnOf((await store.sessions.get(turn.sessionId))?.messages ?? [], turn.id);
+  const status = outcome?.['status'] ?? committed?.record.status;
+  const reason = typeof outcome?.['reason'] === 'string' ? outcome['reason'] : (committed?.record.reason ?? undefined);
+  const known = { ...(reason === undefined ? {} : { reason }), ...(committed === undefined ? {} : { said: committed.text }) };
+  if (status === 'cancelled' || status === 'failed') return { status, ...known };
+  if (status !== 'finished' || committed === undefined) return { status: 'unknown' };
+  const { record, text } = committed;
+  const model = record.model ?? '';
+  // Its result as the turn's own was made: the record keeps the sums of its model calls' usage.
+  const usage = [
+    { agentId: turn.agentId, at: record.finishedAt, model, inputTokens: record.inputTokens, outputTokens: record.outputTokens, costUsd: record.costUsd },
+  ];
+  return { status, result: resultOf(usage, text, record.steps.filter((step) => step.kind === 'model').length, model), said: text };
+}
+
+/**
+ * The end of turn `turn`, which ended on another node (its journal `done`, with a key; or gone),
+ * as its follower, shown `entries` up to `last`, gets it: what its text said after what the
+ * follower was shown (said after the last step its node saved), then `run-finish` or `error`. When
+ * what it was shown is not the start of the text the turn committed (a model call that failed
+ * before its fallback answered; a turn taken over that said it again), `rewind`, then every event
+ * saved but text, then the whole text. When the text is not known (the session no longer holds
+ * the turn), the end alone. Without an id: no node keeps these events.
+ */
+async function endOf(
+  store: Store,
+  turn: TurnJournalHead,
+  done: TurnJournalHead | undefined,
+  entries: readonly StreamEntry[],
+  last: EventId | undefined,
+): Promise<FollowedEvent[]> {
+  const { status, result, reason, said } = await endingOf(store, turn, done);
   let final: AgentEvent;
-  if (result !== undefined && result !== null) final = { type: 'run-finish', result };
+  if (result !== undefined) final = { type: 'run-finish', result };
   else if (status === 'cancelled') final = errorEvent(new TurnCancelledError(`the turn was cancelled: ${reason ?? 'no reason was given'}`));
   else
     final = errorEvent(
@@ -150,21 +230,16 @@ async function endOf(store: Store, record: TurnJournalRecord, done: TurnJournalR
           : 'the turn ended on another node without a reply in the session (it was stopped before it could commit one)',
       ),
     );
-  return [...(rest === '' ? [] : [{ event: { type: 'text-delta', text: rest } as AgentEvent }]), { event: final }];
-}
-
-/** How turn `turnId` ended as the session's `messages` keep it, in the shape of a journal's outcome (and its text); undefined when they do not hold it. */
-function sessionOutcome(messages: readonly unknown[], turnId: string): JsonObject | undefined {
-  const committed = committedTurnOf(messages, turnId);
-  if (committed === undefined) return undefined;
-  const { record, text } = committed;
-  if (record.status !== 'finished') return { status: record.status, reason: record.reason ?? '', text };
-  const result: TurnResult = {
-    text,
-    usage: { inputTokens: record.inputTokens, outputTokens: record.outputTokens },
-    iterations: record.steps.filter((step) => step.kind === 'model').length,
-    costUsd: record.costUsd,
-    model: record.model ?? '',
-  };
-  return { status: 'finished', result: result as unknown as JsonObject };
+  const text = (value: string): FollowedEvent[] => (value === '' ? [] : [{ event: { type: 'text-delta', text: value } }]);
+  if (said === undefined) return [{ event: final }];
+  const shown = textUpTo(entries, last?.seq ?? 0);
+  if (said.startsWith(shown)) return [...text(said.slice(shown.length)), { event: final }];
+  return [
+    {
+      rewind: `the text this turn committed on another node is not what its saved events showed (a model call failed before another answered, or the turn was said again where it went on): here it is again`,
+    },
+    ...eventsAfter(turn.id, entries, 0).filter((event) => event.event.type !== 'text-delta'),
+    ...text(said),
+    { event: final },
+  ];
 }

@@ -450,6 +450,17 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX usage_lineage ON usage (lineage) WHERE lineage IS NOT NULL;
     `,
   },
+  {
+    version: 19,
+    name: 'turn journal: running turns by agent',
+    sql: `
+      -- The running turn of an agent's session, which a node that does not run it shows and follows
+      -- (decision 0059): found among the agent's running turns, in the order they came, not among
+      -- every running turn of the cluster or the agent's keyed turns kept done for a day. A turn's
+      -- open adds its entry; its close (deleted, or kept done) leaves it.
+      CREATE INDEX turn_journal_running ON turn_journal (agent_id, received_at, insert_order) WHERE state = 'running';
+    `,
+  },
 ];
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

@@ -1,10 +1,19 @@
-import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
+import type {
+  EventRecord,
+  NumberedTurnStep,
+  TurnJournalClose,
+  TurnJournalHead,
+  TurnJournalOpen,
+  TurnJournalRecord,
+  TurnJournalRepository,
+  TurnStepRecord,
+} from '../contracts/index.ts';
 import { LoomError, StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import { type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
 import { insertEvent } from './postgres-event-repository.ts';
 import { parseRow, type Row } from './rows.ts';
 import { SERVER_NOW_MS as NOW_MS } from './server-clock.ts';
-import { turnJournalColumns as columns, turnJournalRow, turnStepColumns, turnStepRow } from './table-rows.ts';
+import { turnJournalColumns as columns, turnJournalRow, turnNodeOf, turnStepColumns, turnStepRow } from './table-rows.ts';
 
 /** How long a node holds a turn it records before another node may take it over, unless renewed (decision 0061). */
 export const DEFAULT_TURN_LEASE_MS = 15_000;
@@ -198,6 +207,46 @@ export class PostgresTurnJournalRepository implements TurnJournalRepository {
       async (db) =>
         this.#withSteps(db, (await query(db, `SELECT ${columns} FROM turn_journal WHERE state = 'running' ORDER BY received_at, insert_order`)).rows),
       () => ({ action: 'list the running turns' }),
+    );
+  }
+
+  /** Found at migration 19's index: the agent's running turns, in order, not every running turn of the cluster. */
+  runningOn(agentId: string, conversation: string | null): Promise<(TurnJournalHead & { nodeId: string | null }) | undefined> {
+    return this.#connection.execute(
+      async (db) => {
+        const [row] = (
+          await query(
+            db,
+            `SELECT ${columns}, node_id FROM turn_journal WHERE agent_id = $1 AND conversation IS NOT DISTINCT FROM $2 AND state = 'running' ORDER BY received_at, insert_order LIMIT 1`,
+            [agentId, conversation],
+          )
+        ).rows;
+        return row === undefined ? undefined : { ...parseRow(turnJournalRow, row, 'turn_journal', ['id']), nodeId: turnNodeOf(row) };
+      },
+      () => ({ action: `find the running turn of agent "${agentId}" on ${conversation === null ? 'its main session' : `conversation "${conversation}"`}` }),
+    );
+  }
+
+  stepsSince(turnId: string, from: number, kind?: TurnStepRecord['kind']): Promise<{ turn: TurnJournalHead; steps: NumberedTurnStep[] } | undefined> {
+    return this.#connection.execute(
+      async (db) => {
+        const [row] = (await query(db, `SELECT ${columns} FROM turn_journal WHERE id = $1`, [turnId])).rows;
+        if (row === undefined) return undefined;
+        const turn = parseRow(turnJournalRow, row, 'turn_journal', ['id']);
+        const rows = (
+          await query(db, `SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = $1 AND seq >= $2 AND ($3::text IS NULL OR kind = $3) ORDER BY seq`, [
+            turnId,
+            from,
+            kind ?? null,
+          ])
+        ).rows;
+        const steps = rows.map((step) => {
+          const { turnId: _turn, ...record } = parseRow(turnStepRow, step, 'turn_steps', ['turn_id', 'seq']);
+          return { ...record, seq: Number(step['seq']) };
+        });
+        return { turn, steps };
+      },
+      () => ({ action: `read the steps of turn "${turnId}" from step ${from}` }),
     );
   }
 

@@ -1,12 +1,21 @@
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { setImmediate } from 'node:timers/promises';
-import type { EventRecord, TurnJournalClose, TurnJournalOpen, TurnJournalRecord, TurnJournalRepository, TurnStepRecord } from '../contracts/index.ts';
+import type {
+  EventRecord,
+  NumberedTurnStep,
+  TurnJournalClose,
+  TurnJournalHead,
+  TurnJournalOpen,
+  TurnJournalRecord,
+  TurnJournalRepository,
+  TurnStepRecord,
+} from '../contracts/index.ts';
 import { StoreConflictError, StoreNotFoundError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
 import { appendEvent, prepareEventInsert } from './sqlite-event-repository.ts';
 import { parseRow } from './rows.ts';
 import type { SqliteRow } from './sqlite-rows.ts';
-import { turnJournalColumns as columns, turnJournalRow, turnStepColumns, turnStepRow } from './table-rows.ts';
+import { turnJournalColumns as columns, turnJournalRow, turnNodeOf, turnStepColumns, turnStepRow } from './table-rows.ts';
 
 /**
  * Prepares how a turn's commit closes its journal (see `SessionWriteOptions.closeTurn`): its steps
@@ -36,6 +45,8 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
   readonly #byKey: StatementSync;
   readonly #running: StatementSync;
   readonly #steps: StatementSync;
+  readonly #runningOn: StatementSync;
+  readonly #stepsSince: StatementSync;
   readonly #nextSeq: StatementSync;
   readonly #insertStep: StatementSync;
   readonly #prune: StatementSync;
@@ -50,6 +61,11 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     this.#byKey = db.prepare(`SELECT ${columns} FROM turn_journal WHERE agent_id = ? AND idempotency_key = ?`);
     this.#running = db.prepare(`SELECT ${columns} FROM turn_journal WHERE state = 'running' ORDER BY received_at, rowid`);
     this.#steps = db.prepare(`SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = ? ORDER BY seq`);
+    // Read on a cluster only (PostgreSQL): here a scan of the running and lately finished keyed turns (migration 23).
+    this.#runningOn = db.prepare(
+      `SELECT ${columns}, node_id FROM turn_journal WHERE agent_id = ? AND conversation IS ? AND state = 'running' ORDER BY received_at, rowid LIMIT 1`,
+    );
+    this.#stepsSince = db.prepare(`SELECT ${turnStepColumns} FROM turn_steps WHERE turn_id = ? AND seq >= ? AND (? IS NULL OR kind = ?) ORDER BY seq`);
     this.#nextSeq = db.prepare(
       'SELECT COALESCE(MAX(seq) + 1, 0) AS next, (SELECT state FROM turn_journal WHERE id = ?) AS state FROM turn_steps WHERE turn_id = ?',
     );
@@ -142,6 +158,32 @@ export class SqliteTurnJournalRepository implements TurnJournalRepository {
     return this.#connection.execute(
       () => this.#running.all().map((row) => this.#read(row)),
       () => ({ action: 'list the running turns' }),
+    );
+  }
+
+  runningOn(agentId: string, conversation: string | null): Promise<(TurnJournalHead & { nodeId: string | null }) | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#runningOn.get(agentId, conversation);
+        return row === undefined ? undefined : { ...parseRow(turnJournalRow, row, 'turn_journal', ['id']), nodeId: turnNodeOf(row) };
+      },
+      () => ({ action: `find the running turn of agent "${agentId}" on ${conversation === null ? 'its main session' : `conversation "${conversation}"`}` }),
+    );
+  }
+
+  stepsSince(turnId: string, from: number, kind?: TurnStepRecord['kind']): Promise<{ turn: TurnJournalHead; steps: NumberedTurnStep[] } | undefined> {
+    return this.#connection.execute(
+      () => {
+        const row = this.#get.get(turnId);
+        if (row === undefined) return undefined;
+        const turn = parseRow(turnJournalRow, row, 'turn_journal', ['id']);
+        const steps = this.#stepsSince.all(turnId, from, kind ?? null, kind ?? null).map((step) => {
+          const { turnId: _turn, ...record } = parseRow(turnStepRow, step, 'turn_steps', ['turn_id', 'seq']);
+          return { ...record, seq: Number(step['seq']) };
+        });
+        return { turn, steps };
+      },
+      () => ({ action: `read the steps of turn "${turnId}" from step ${from}` }),
     );
   }
 

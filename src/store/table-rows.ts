@@ -161,6 +161,11 @@ export const turnJournalRow = z
     outcome: row.outcome,
   }));
 
+/** The node holding the lease of a `turn_journal` row selected with its `node_id` (decision 0061); null when none does. */
+export function turnNodeOf(row: Readonly<Record<string, unknown>>): string | null {
+  return typeof row['node_id'] === 'string' ? row['node_id'] : null;
+}
+
 export const turnStepColumns = 'turn_id, seq, kind, at, data';
 
 /** A row of `turn_steps`. */

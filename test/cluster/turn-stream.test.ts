@@ -126,6 +126,12 @@ describe("a turn's stream followed through another node", () => {
     const response = await followOn(b);
     expect(response.status).toBe(200);
     const onB = readSse(response);
+    // Node B cannot cancel it (a cancel stops a turn in its node's memory): it says which node can.
+    const cancel = await fetch(`${b.url}/api/agents/clerk/turn/cancel`, { method: 'POST' });
+    expect(cancel.status).toBe(409);
+    expect(await cancel.json()).toMatchObject({
+      error: { code: 'TURN_ELSEWHERE', message: expect.stringContaining(`runs on node "stream-a" (${a.url})`) as string },
+    });
 
     first.release();
     const steps = await readSseUntil(onB, 'tool-result');
@@ -178,27 +184,32 @@ describe("a turn's stream followed through another node", () => {
     expect(((await (await reply).json()) as { text: string }).text).toBe('Placed.');
   }, 90_000);
 
-  it('a client of the node that died follows the turn on the other node from its last event, before and after that node takes the turn over', async () => {
+  it('a client of the node that died follows the turn on the other node from its last event, and gets the rest as that node says it once it took the turn over', async () => {
     model.script([{ toolCalls: [placeOrder()] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
     const { a, b } = await twoNodes();
     const onA = await streamOnA(a);
     const seen = await readSseUntil(onA, 'tool-result');
     await waitFor('the model call after the tool result', () => model.requests.length >= 2);
-    model.script([{ text: 'The order is placed.' }]);
+    const resumed = gate();
+    model.script([{ text: 'The order is placed.', gate: resumed.promise }]);
     a.child.kill('SIGKILL');
     await a.exited;
 
-    // At once, within node A's lease: node B does not run the turn yet, and follows it from its journal.
+    // Node B follows it from the journal until A's lease lapses and B takes it over, or as B runs it
+    // when it took it over first: either way from the client's last event, nothing repeated.
     const response = await followOn(b, seen.at(-1)?.id);
     expect(response.status).toBe(200);
-    expect(b.output()).not.toContain('took over turn');
+    await waitFor("node B's model call of the turn it took over", () => model.requests.length >= 3, { ms: 60_000 });
+    resumed.release();
     const ending = await rest(readSse(response));
-    expect(b.output()).toContain('took over turn');
     expect(ending.map((event) => event.event)).not.toContain('rewind');
     expect(ending.map((event) => event.event)).not.toContain('tool-call');
     expect(sseText(ending)).toBe('The order is placed.');
     expect(ending.at(-1)?.event).toBe('run-finish');
     expect(dataOf(ending.at(-1))).toMatchObject({ result: { text: 'The order is placed.' } });
+    // What B said carries B's ids: the same turn, under the epoch of B's run of it.
+    const [turnId = '', epochOfA = ''] = (seen.at(-1)?.id ?? '').split(':');
+    expect(ending.every((event) => event.id?.startsWith(`${turnId}:`) === true && !event.id.startsWith(`${turnId}:${epochOfA}:`))).toBe(true);
     expect(world.hits).toEqual(['POST /place']);
   }, 90_000);
 });

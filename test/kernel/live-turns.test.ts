@@ -81,4 +81,23 @@ describe('a live turn numbers its events so that a follower can go on after the 
     await following;
     expect(all).toEqual([{ id: 't-2:e2:2', event: { type: 'text-delta', text: 'Read it.' } }]);
   });
+
+  it('keeps for its window a turn no client here was shown whose events clients of other nodes may hold (a cluster), and forgets one nobody could', async () => {
+    const live = new LiveTurns();
+    const shared = live.open('a1', undefined, 'hi', 0, { turnId: 't-1', epoch: 'e1', shown: false, shared: true });
+    const alone = live.open('a1', 'principal:k', 'hi', 0, { turnId: 't-2', epoch: 'e1', shown: false });
+    for (const turn of [shared, alone]) {
+      turn.emit(textDelta('Done.'));
+      turn.end('finished', {
+        type: 'run-finish',
+        result: { text: 'Done.', usage: { inputTokens: 1, outputTokens: 1 }, iterations: 1, costUsd: 0, model: 'm' },
+      });
+      live.close(turn, 1_000);
+    }
+    // A client of another node had "Done." from the journal; its stream broke before the end, and it came here.
+    const all: FollowedEvent[] = [];
+    for await (const item of live.follow({ id: 'a1', name: 'clerk' }, undefined, parseEventId('t-1:e1:1'), 2_000)) all.push(item);
+    expect(all.map((item) => ('id' in item ? `${item.id} ${item.event.type}` : 'rewind'))).toEqual(['t-1:e1:2 run-finish']);
+    expect(() => live.follow({ id: 'a1', name: 'clerk' }, 'principal:k', parseEventId('t-2:e1:1'), 2_000)).toThrow(/has ended/);
+  });
 });

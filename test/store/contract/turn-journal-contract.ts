@@ -88,6 +88,49 @@ export function describeTurnJournalContract(context: StoreContext): void {
       await expect(store.turns.open(opened('t9', 'ghost'))).rejects.toBeInstanceOf(StoreNotFoundError);
     });
 
+    it("finds the oldest running turn of one agent's session without its steps, and reads a turn's steps again from a number on (decision 0059)", async () => {
+      const { store } = context;
+      const agent = await createAgentIn(store, 'a1');
+      await createAgentIn(store, 'a2');
+      await store.turns.open(opened('other-agent', 'a2', { receivedAt: 500 }));
+      await store.turns.open(opened('other-session', 'a1', { receivedAt: 600, conversation: 'principal:k' }));
+      await store.turns.open(opened('keyed-done', 'a1', { receivedAt: 700, idempotencyKey: 'k' }));
+      await store.turns.finish({ turnId: 'keyed-done', outcome: { status: 'finished' } }, 800);
+      // Received at the same instant: the one recorded first is the older.
+      await store.turns.open(opened('first', 'a1', { receivedAt: 1_000 }));
+      await store.turns.open(opened('second', 'a1', { receivedAt: 1_000 }));
+      await store.turns.step('first', [
+        { kind: 'model', at: 1_001, data: { response: [] } },
+        { kind: 'stream', at: 1_001, data: { entries: ['one'] } },
+      ]);
+      const { nodeId, ...found } = (await store.turns.runningOn('a1', null)) ?? { nodeId: undefined };
+      expect(found).toEqual({ ...opened('first', 'a1'), state: 'running', outcome: null });
+      // The node that recorded it holds it, where nodes lease their turns (PostgreSQL); none does on SQLite.
+      expect(nodeId === null || typeof nodeId === 'string').toBe(true);
+      expect((await store.turns.runningOn('a1', 'principal:k'))?.id).toBe('other-session');
+      expect(await store.turns.runningOn('a2', 'principal:k')).toBeUndefined();
+
+      await store.turns.step('first', [
+        { kind: 'tool-start', at: 1_002, data: { toolCallId: 'c1' } },
+        { kind: 'stream', at: 1_002, data: { entries: ['two'] } },
+      ]);
+      const read = await store.turns.stepsSince('first', 1, 'stream');
+      expect(read).toEqual({
+        turn: { ...opened('first', 'a1'), state: 'running', outcome: null },
+        steps: [
+          { seq: 1, kind: 'stream', at: 1_001, data: { entries: ['one'] } },
+          { seq: 3, kind: 'stream', at: 1_002, data: { entries: ['two'] } },
+        ],
+      });
+      expect((await store.turns.stepsSince('first', 3))?.steps.map((step) => [step.seq, step.kind])).toEqual([[3, 'stream']]);
+      expect((await store.turns.stepsSince('first', 4))?.steps).toEqual([]);
+      expect(await store.turns.stepsSince('nope', 0)).toBeUndefined();
+
+      await store.sessions.save(sessionOf(agent, { messages: [], updatedAt: 2_000 }), { closeTurn: { turnId: 'first', outcome: { status: 'finished' } } });
+      expect((await store.turns.runningOn('a1', null))?.id).toBe('second');
+      expect((await store.turns.stepsSince('keyed-done', 0))?.turn).toMatchObject({ state: 'done', outcome: { status: 'finished' } });
+    });
+
     it("closes with its session's commit: forgotten without a key, kept done with its outcome with one", async () => {
       const { store } = context;
       const agent = await createAgentIn(store, 'a1');
