@@ -11,18 +11,7 @@ import {
 } from '@a2a-js/sdk/server';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { LOCAL_PRINCIPAL_NAME, principalKey } from '../access/index.ts';
-import {
-  bylineOf,
-  type Caller,
-  callerOf,
-  type Kernel,
-  kernelAs,
-  type KeyedTurn,
-  principalOfCaller,
-  reachesAgent,
-  refusalOf,
-  type SendOptions,
-} from '../kernel/index.ts';
+import { type Caller, callerOf, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, reachesAgent, refusalOf, type SendOptions } from '../kernel/index.ts';
 import type { JsonObject, Logger } from '../contracts/index.ts';
 import { isLoomError, turnCancelledBy } from '../errors/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
@@ -42,14 +31,6 @@ export class LoomA2aUser implements User {
   get userName(): string {
     return callerName(this.caller);
   }
-}
-
-/**
- * Who cancels a task, as its turn's end names them (see `bylineOf`, as the API's cancel of a turn
- * does): a key's name quoted, `the owner` without keys, or the calling agent.
- */
-export function canceledBy(caller: Caller): string {
-  return caller.kind === 'user' ? bylineOf(principalOfCaller(caller)) : `agent "${caller.agentId}"`;
 }
 
 /** The name a task records as its creator: the API key's name (`local` without keys), or the calling agent's id. */
@@ -301,6 +282,20 @@ export interface LoomAgentExecutorOptions {
   observe?: ((event: AgentExecutionEvent) => void) | undefined;
 }
 
+/** A turn the executor runs for a task: one per message sent to it (a message to a task waiting for an approval starts another). */
+interface TaskRun {
+  controller: AbortController;
+  /** Set once it published the task's end (or a cancel did): it publishes nothing more. */
+  finished: boolean;
+  contextId: string;
+  /** The id of the message that started it: its turn's key is `taskTurnKey(task, message)`. */
+  messageId: string;
+  /** Who sent that message: the turn is theirs. */
+  caller: Caller;
+  bus: ExecutionEventBus;
+  record: (event: AgentExecutionEvent) => void;
+}
+
 /**
  * Runs A2A tasks as turns of one Loom agent through `kernel.stream`, mapping its events to task
  * status and artifact updates: text deltas stream into the `response` artifact, an approval
@@ -317,10 +312,8 @@ export class LoomAgentExecutor implements AgentExecutor {
   readonly #logger: Logger;
   readonly #store: TaskStore | undefined;
   readonly #observe: ((event: AgentExecutionEvent) => void) | undefined;
-  readonly #running = new Map<
-    string,
-    { controller: AbortController; finished: boolean; contextId: string; bus: ExecutionEventBus; record: (event: AgentExecutionEvent) => void }
-  >();
+  /** The turns running for each task, by task id: a task's second message starts a second while the first waits for an approval. */
+  readonly #running = new Map<string, Set<TaskRun>>();
 
   constructor(options: LoomAgentExecutorOptions) {
     this.#kernel = options.kernel;
@@ -355,8 +348,10 @@ export class LoomAgentExecutor implements AgentExecutor {
       this.#published(bus, event);
       record(event);
     };
-    const run = { controller: new AbortController(), finished: false, contextId, bus, record };
-    this.#running.set(taskId, run);
+    const run: TaskRun = { controller: new AbortController(), finished: false, contextId, messageId: request.userMessage.messageId, caller, bus, record };
+    const runs = this.#running.get(taskId) ?? new Set<TaskRun>();
+    runs.add(run);
+    this.#running.set(taskId, runs);
     const status = (state: TaskState, message?: Message, metadata?: Record<string, unknown>): void => {
       if (run.finished) return;
       if (state !== TaskState.TASK_STATE_WORKING && state !== TaskState.TASK_STATE_INPUT_REQUIRED) run.finished = true;
@@ -443,45 +438,84 @@ export class LoomAgentExecutor implements AgentExecutor {
         status(TaskState.TASK_STATE_CANCELED, agentMessage(taskId, contextId, turnCanceledText(error.message)));
       else status(TaskState.TASK_STATE_FAILED, agentMessage(taskId, contextId, error instanceof Error ? error.message : String(error)));
     } finally {
-      this.#running.delete(taskId);
+      // Its own entry only: another turn of the task may run on.
+      runs.delete(run);
+      if (runs.size === 0 && this.#running.get(taskId) === runs) this.#running.delete(taskId);
       await recorded;
       bus.finished();
     }
   };
 
-  cancelTask = (taskId: string): Promise<void> => {
-    this.#cancel(taskId);
+  /**
+   * The SDK's cancel, through an event bus of the canceller's own (`bus`, the task's creator's):
+   * aborts the task's turns and publishes its end, canceled, there. A cancel through Loom's request
+   * handler has done so already (see {@link cancelTurns}); this serves one that found no turn of the
+   * task here then.
+   */
+  cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
+    const ended = this.#stop(taskId);
+    if (ended !== undefined) {
+      for (const each of new Set([bus, ...ended.buses])) each.publish(ended.event);
+      ended.record(ended.event);
+    }
     return Promise.resolve();
   };
 
   /**
-   * Cancels task `taskId` when it runs here, as `by` cancels it: its turn's error names them (as the
-   * API's cancel of a turn does), and the task ends canceled, as at {@link cancelTask}, which the SDK
-   * calls only for a task its canceller started (see `CheckedRequestHandler.cancelTask`).
+   * Cancels the turns of `task` that run here, as the caller of `context` (its request's): the
+   * kernel judges whether it may and names it (`CallerKernel.cancelKeyedTurn`: an owner any task's
+   * turn, any other key its own), each turn ends saying who cancelled it, and the task is saved
+   * canceled before this resolves, whoever reads its events (none, once its streaming client left),
+   * then published to those who do. Resolves false when no turn of the task runs here, or the
+   * request has no Loom caller (the SDK's cancel goes on as it does).
+   * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled.
    */
-  cancelTurn(taskId: string, by: string): void {
-    this.#cancel(taskId, turnCancelledBy(by));
+  async cancelTurns(task: Task, context: ServerCallContext): Promise<boolean> {
+    const runs = this.#running.get(task.id);
+    const canceller = callerOfContext(context);
+    if (runs === undefined || canceller?.kind !== 'user') return false;
+    const face = kernelAs(this.#kernel, principalOfCaller(canceller));
+    let by = face.byline;
+    // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
+    for (const run of [...runs]) {
+      ({ by } = await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) }));
+    }
+    // And through its request's signal: one the journal does not keep (an agent type whose turns are not journaled).
+    const ended = this.#stop(task.id, turnCancelledBy(by));
+    if (ended === undefined) return true;
+    for (const bus of ended.buses) bus.publish(ended.event);
+    if (this.#store !== undefined) await new ResultManager(this.#store, context).processEvent(ended.event);
+    return true;
   }
 
-  /** Aborts the task's turn (`reason`: why) and ends the task canceled, when it runs here. */
-  #cancel(taskId: string, reason?: Error): void {
-    const run = this.#running.get(taskId);
-    if (run === undefined) return;
-    run.controller.abort(reason);
-    if (run.finished) return;
-    run.finished = true;
-    const canceled = AgentEvent.statusUpdate({
+  /**
+   * Aborts the task's turns here (`reason`: why, naming who cancelled it) and ends the task: its
+   * canceled status, told to `observe`, for the caller to publish on the buses of the turns not
+   * ended yet. Undefined when none was under way.
+   */
+  #stop(
+    taskId: string,
+    reason?: Error,
+  ): { event: AgentExecutionEvent; buses: Set<ExecutionEventBus>; record: (event: AgentExecutionEvent) => void } | undefined {
+    const runs = [...(this.#running.get(taskId) ?? [])];
+    for (const run of runs) run.controller.abort(reason);
+    const open = runs.filter((run) => !run.finished);
+    const last = open.at(-1);
+    if (last === undefined) return undefined;
+    for (const run of open) run.finished = true;
+    const text = reason === undefined ? 'The task was canceled.' : turnCanceledText(reason.message);
+    const event = AgentEvent.statusUpdate({
       taskId,
-      contextId: run.contextId,
-      status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+      contextId: last.contextId,
+      status: { state: TaskState.TASK_STATE_CANCELED, message: agentMessage(taskId, last.contextId, text), timestamp: new Date().toISOString() },
       metadata: undefined,
     });
-    this.#published(run.bus, canceled);
-    run.record(canceled);
+    this.#observe?.(event);
+    return { event, buses: new Set(open.map((run) => run.bus)), record: last.record };
   }
 
   /** Aborts every running task (shutdown). */
   abortAll(): void {
-    for (const run of this.#running.values()) run.controller.abort();
+    for (const runs of this.#running.values()) for (const run of runs) run.controller.abort();
   }
 }

@@ -89,6 +89,7 @@ export class AgentHandlers {
       card: parts.cardOf(agent, origin, keyed),
       store: parts.store,
       executor,
+      executorOf: (agent) => this.#executors.get(agent),
       maxBytes: parts.maxMessageBytes,
       pushConfigs: parts.pushConfigs,
       follow: (task, context) => this.#followElsewhere(name, task, context),

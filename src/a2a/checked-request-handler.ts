@@ -1,8 +1,9 @@
 import type { AgentCard, CancelTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
-import { ContentTypeNotSupportedError, RequestMalformedError } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import { AccessDeniedError } from '../errors/index.ts';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
-import { callerOfContext, canceledBy, chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
+import { chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 
 /**
@@ -17,6 +18,11 @@ export interface CheckedRequestHandlerOptions {
   card: AgentCard;
   store: TaskStore;
   executor: LoomAgentExecutor;
+  /**
+   * The executor of the agent named so, if one was built: a task is cancelled through its own
+   * agent's, whichever agent's endpoint the cancel came to (as any of them reads it).
+   */
+  executorOf: (agent: string) => LoomAgentExecutor | undefined;
   /** Largest message text accepted, in UTF-8 bytes. */
   maxBytes: number;
   /** Where push-notification configs are kept (needed when the card advertises push notifications). */
@@ -39,14 +45,14 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
   readonly #follow: CheckedRequestHandlerOptions['follow'];
   readonly #store: TaskStore;
-  readonly #executor: LoomAgentExecutor;
+  readonly #executorOf: CheckedRequestHandlerOptions['executorOf'];
 
   constructor(options: CheckedRequestHandlerOptions) {
     super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
     this.#maxBytes = options.maxBytes;
     this.#follow = options.follow;
     this.#store = options.store;
-    this.#executor = options.executor;
+    this.#executorOf = options.executorOf;
   }
 
   #check(params: SendMessageRequest): void {
@@ -73,15 +79,25 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
   }
 
   /**
-   * The SDK cancels a task's turn only through an event bus of the canceller's own (it keeps them per
-   * caller): an owner's cancel of another key's task was saved while its turn went on. The turn of a
-   * task the canceller sees, running here, is cancelled first, naming who cancels it (as the API's
-   * cancel of a turn does, whoever started it), then the SDK cancels the task.
+   * The SDK reaches a task's executor only through an event bus of the canceller's own (it keeps them
+   * per caller), and hears only the events published after it asked: an owner's cancel of another
+   * key's task would leave its turn going on, and a creator's whose streaming client had left would
+   * miss the task's end. The turns of a task the canceller sees, running here, are cancelled first,
+   * as the kernel lets the canceller (naming them), and the task saved canceled (`cancelTurns`); then
+   * the SDK answers the task as it is (a task no turn runs here, it marks canceled itself). A cancel
+   * the kernel refuses is answered `TaskNotCancelable`, saying why, and cancels nothing.
    */
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
-    const caller = callerOfContext(context);
     const task = await this.#store.load(params.id, context);
-    if (caller !== undefined && task !== undefined && !isTerminalState(task.status?.state)) this.#executor.cancelTurn(params.id, canceledBy(caller));
+    const agent: unknown = task?.metadata?.['loomAgent'];
+    if (task !== undefined && !isTerminalState(task.status?.state) && typeof agent === 'string') {
+      try {
+        await this.#executorOf(agent)?.cancelTurns(task, context);
+      } catch (error) {
+        if (error instanceof AccessDeniedError) throw new TaskNotCancelableError(`Task not cancelable: ${params.id}: ${error.message}`);
+        throw error;
+      }
+    }
     return super.cancelTask(params, context);
   }
 

@@ -9,13 +9,12 @@
 import { type Message, Role, type Task, TaskState } from '@a2a-js/sdk';
 import type { Clock, Logger } from '../contracts/index.ts';
 import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError, isLoomError, LoomError, messageOf, StoreError } from '../errors/index.ts';
-import { type Caller, type Kernel, type KeyedTurn, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
+import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, TURN_ELSEWHERE_RETRY_MS, untilTurnHere } from '../kernel/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import {
   agentMessage,
   approvalMessage,
   callerOfKey,
-  canceledBy,
   kernelOfTask,
   responseArtifact,
   type TaskKernel,
@@ -40,8 +39,13 @@ export const TASK_RECOVERY_ATTEMPTS = 20;
  */
 const CANCELED_BY = 'a client of its A2A task';
 
-/** Who canceled a task: `by`, the caller of the request that saved it canceled, as its turn's end names them (see `canceledBy`). */
-const cancelerOf = (by: Caller | undefined): string => (by === undefined ? CANCELED_BY : canceledBy(by));
+/**
+ * A task found canceled: `by` the caller of the request here that saved it so, whose cancel of its
+ * turn the kernel judges and names; undefined when none is known (see {@link CANCELED_BY}).
+ */
+interface Canceled {
+  by: Caller | undefined;
+}
 
 /** What {@link recoverTasks} works on. */
 export interface TaskRecoveryParts {
@@ -171,11 +175,12 @@ async function meetTurn(parts: TaskRecoveryParts, later: UnansweredTasks, met: M
   if (!turn.here && !elsewhere) return later.add(task, agent, met.tries, NOT_HERE);
   // Its client may cancel it meanwhile: no executor runs it now, so its turn is canceled here, at
   // once, or once it runs here (taken over).
-  let canceled: string | undefined;
+  let canceled: Canceled | undefined;
   const unwatch = parts.store.onCanceled(task.id, (saved, by) => {
-    canceled = cancelerOf(by);
+    canceled = { by };
     parts.notifier?.notifyStored(agent, saved);
-    turn.cancel(canceled);
+    // At once when it runs here, else once it does (see `endOf`).
+    void cancelTurnOf(parts, task, agent, canceled).catch((error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, CANCEL_FAILED));
   });
   void endOf(parts, task, agent, turn, () => canceled)
     .then((outcome) => {
@@ -208,7 +213,7 @@ async function endOf(
   task: Task,
   agent: string,
   found: KeyedTurn,
-  canceled: () => string | undefined,
+  canceled: () => Canceled | undefined,
 ): Promise<TaskOutcome | Unanswered> {
   const { clock, closing, logger } = parts;
   let turn: KeyedTurn | undefined = found;
@@ -231,11 +236,11 @@ async function endOf(
   let ended = false;
   const outcome = outcomeOf(parts, () => here.result()).finally(() => (ended = true));
   // Whether nothing is left to cancel: not canceled, or its turn canceled now.
-  const cancel = (): boolean => {
+  const cancel = async (): Promise<boolean> => {
     const by = canceled();
-    return by === undefined || here.cancel(by);
+    return by === undefined || (await cancelTurnOf(parts, task, agent, by));
   };
-  while (here.state === 'running' && !ended && !cancel() && clock !== undefined && !closing.aborted) {
+  while (here.state === 'running' && !ended && !(await cancel()) && clock !== undefined && !closing.aborted) {
     const waited = new AbortController();
     await Promise.race([outcome, clock.sleep(TURN_ELSEWHERE_RETRY_MS, { signal: AbortSignal.any([waited.signal, closing]) }).catch(() => undefined)]);
     waited.abort();
@@ -253,9 +258,9 @@ async function hereOrEnded(parts: TaskRecoveryParts, task: Task, agent: string):
   return turn;
 }
 
-/** A task waiting for the next round: `canceled` (who canceled it) when a client canceled it and its turn is to be canceled once here. */
+/** A task waiting for the next round: `canceled` when a client canceled it and its turn is to be canceled once here. */
 interface Waiting extends Met {
-  canceled: string | undefined;
+  canceled: Canceled | undefined;
   unwatch: () => void;
 }
 
@@ -281,10 +286,10 @@ class UnansweredTasks {
   }
 
   /**
-   * Keeps the task for the next round (`canceled`, who canceled it, or canceled while it waited,
-   * when its turn is to be canceled), unless it was asked for as many times as it may be. Returns `why`.
+   * Keeps the task for the next round (`canceled`, or canceled while it waited, when its turn is to
+   * be canceled), unless it was asked for as many times as it may be. Returns `why`.
    */
-  add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled?: string): Unanswered {
+  add(task: Task, agent: string, tries: number, why: Unanswered = NOT_HERE, canceled?: Canceled): Unanswered {
     const { clock, closing, logger, store } = this.#parts;
     const earlier = this.#waiting.get(task.id);
     const cancel = canceled ?? earlier?.canceled;
@@ -299,13 +304,13 @@ class UnansweredTasks {
     const waiting: Waiting = { task, agent, tries, canceled: cancel, unwatch: () => undefined };
     // Its client may cancel it while it waits here: its turn is canceled then, if it runs here, else in a later round.
     const stop = store.onCanceled(task.id, (saved, by) => {
-      waiting.canceled = cancelerOf(by);
+      waiting.canceled = { by };
       this.#parts.notifier?.notifyStored(agent, saved);
       void cancelTurnOf(this.#parts, task, agent, waiting.canceled).then(
         (done) => {
           if (done) waiting.unwatch();
         },
-        (error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, 'could not cancel the resumed turn of a canceled A2A task'),
+        (error: unknown) => logger.warn({ err: error, taskId: task.id, agent }, CANCEL_FAILED),
       );
     });
     waiting.unwatch = () => {
@@ -420,7 +425,7 @@ class UnansweredTasks {
       }
     }
     // Who canceled it, when a request here did.
-    const by = waiting.canceled ?? CANCELED_BY;
+    const by = waiting.canceled ?? { by: undefined };
     try {
       if (await cancelTurnOf(this.#parts, met.task, met.agent, by)) {
         waiting.unwatch();
@@ -501,7 +506,7 @@ async function showApprovals(parts: TaskRecoveryParts, task: Task, agent: string
  */
 async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Promise<KeyedTurn | undefined> {
   const creator = asCreator(parts, task);
-  const message = task.history.findLast((entry) => entry.role === Role.ROLE_USER);
+  const message = lastMessageOf(task);
   if (creator === undefined || message === undefined || agent === '') return undefined;
   try {
     // Where this version journals it, else where the daemon before an upgrade did.
@@ -523,20 +528,53 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
  * `kernelOfTask`); undefined when the task names no creator Loom wrote.
  */
 function asCreator(parts: TaskRecoveryParts, task: Task): TaskKernel | undefined {
-  const creator: unknown = task.metadata?.['loomCallerKey'];
-  const caller = typeof creator === 'string' ? callerOfKey(creator) : undefined;
+  const caller = creatorOf(task);
   return caller === undefined ? undefined : kernelOfTask(parts.kernel, caller, task.contextId);
 }
 
+/** The task's creator (its `loomCallerKey`), or undefined when the task names none Loom wrote. */
+function creatorOf(task: Task): Caller | undefined {
+  const creator: unknown = task.metadata?.['loomCallerKey'];
+  return typeof creator === 'string' ? callerOfKey(creator) : undefined;
+}
+
+/** The task's last message from its client: the one whose turn the task waits for. */
+const lastMessageOf = (task: Task): Message | undefined => task.history.findLast((entry) => entry.role === Role.ROLE_USER);
+
+/** What the recovery logs when it could not cancel the turn of a task canceled while it watched. */
+const CANCEL_FAILED = 'could not cancel the resumed turn of a canceled A2A task';
+
 /**
  * Cancels the task's turn (that turn, by its journal id: not a later task's in the same
- * conversation), found as its creator, if it runs here: `by` (who, named by the turn's end)
- * canceled the task. Resolves whether nothing is left to cancel (canceled here, ended, or none):
- * false while it runs elsewhere.
+ * conversation), if it runs here: as `canceled.by` (the caller of the request that canceled the
+ * task), through the kernel, which judges whether it may and names it at the turn's end
+ * (`CallerKernel.cancelKeyedTurn`); a cancel the kernel refuses cancels nothing. With no such
+ * request known, Loom ends it as the task is (canceled), found as its creator, naming
+ * {@link CANCELED_BY}. Resolves whether nothing is left to cancel (canceled here, ended, none, or
+ * refused): false while it runs elsewhere.
  */
-async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string, by: string): Promise<boolean> {
-  const turn = await turnOf(parts, task, agent);
-  return turn?.state !== 'running' || turn.cancel(by);
+async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string, canceled: Canceled): Promise<boolean> {
+  const { by } = canceled;
+  if (by?.kind !== 'user') {
+    const turn = await turnOf(parts, task, agent);
+    return turn?.state !== 'running' || turn.cancel(CANCELED_BY);
+  }
+  const creator = creatorOf(task);
+  const message = lastMessageOf(task);
+  if (creator === undefined || message === undefined || agent === '') return true;
+  const face = kernelAs(parts.kernel, principalOfCaller(by));
+  try {
+    // Where this version journals it, else where the daemon before an upgrade did (see `turnOf`).
+    for (const { key, thread } of taskTurnPlaces(task.id, message.messageId, task.contextId)) {
+      const { turn } = await face.cancelKeyedTurn(agent, key, { caller: creator, thread });
+      if (turn !== 'none') return turn !== 'elsewhere';
+    }
+  } catch (error) {
+    // Its agent gone, or the canceller refused: nothing it may cancel.
+    if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;
+    parts.logger.warn({ err: error, taskId: task.id, agent }, 'the turn of a canceled A2A task is not cancelled: the kernel refused its canceller');
+  }
+  return true;
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */

@@ -8,13 +8,14 @@ import {
   type UsageBucket,
   type WorkflowRecord,
 } from '../contracts/index.ts';
-import { SessionNotFoundError } from '../errors/index.ts';
+import { AccessDeniedError, SessionNotFoundError } from '../errors/index.ts';
 import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 import type { ApprovalDecision } from './approval-requests.ts';
+import type { Caller } from './agent-runtime.ts';
 import type { AgentDetailView, AgentView } from './agent-view.ts';
-import { type Action, callerOf, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
+import { type Action, callerOf, principalOfCaller, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
 import type { KernelEvent } from './event-bus.ts';
 import type { Kernel, SpawnOptions } from './kernel-api.ts';
 import type { CancelledTurnView, EventId, FollowedEvent, RunningTurnView } from './live-turns.ts';
@@ -249,6 +250,33 @@ export class CallerKernel {
     this.require('cancel turns', name);
     const conversation = await this.#conversationOf(name, where);
     return this.#kernel.cancelTurn(name, { caller: callerOf(this.principal), by: this.byline, ...(conversation === undefined ? {} : { conversation }) });
+  }
+
+  /**
+   * Cancels, as the principal, the turn `of.caller`'s message with `idempotencyKey` started in its session (its
+   * `thread`'s): that turn by its journal id, never the session's current one (an A2A task's). The principal must be
+   * allowed to cancel turns of the agent and hold that session. `by`: who the turn's end names ({@link byline});
+   * `turn`: `canceled` here, `elsewhere` (another node runs it, or will), `ended`, or `none` (the key started none).
+   * @throws {AccessDeniedError} when the principal may not cancel turns of the agent, or does not hold that session.
+   */
+  async cancelKeyedTurn(
+    reference: string,
+    idempotencyKey: string,
+    of: { caller: Caller; thread?: string | undefined },
+  ): Promise<{ by: string; turn: 'canceled' | 'elsewhere' | 'ended' | 'none' }> {
+    const name = this.agentName(reference);
+    this.require('cancel turns', name);
+    const conversation = of.caller.kind === 'user' ? new CallerKernel(this.#kernel, principalOfCaller(of.caller)).conversation(of.thread) : of.thread;
+    if (!this.holds(conversation ?? null))
+      throw new AccessDeniedError(`${this.byline} may not cancel a turn of agent "${name}" in a session that is not its own`);
+    const by = this.byline;
+    const turn = await this.#kernel.keyedTurn(name, idempotencyKey, {
+      caller: callerOf(this.principal),
+      ...(conversation === undefined ? {} : { conversation }),
+    });
+    if (turn === undefined) return { by, turn: 'none' };
+    if (turn.state === 'done') return { by, turn: 'ended' };
+    return { by, turn: turn.cancel(by) ? 'canceled' : 'elsewhere' };
   }
 
   /** The principal's own session of the agent (the main one for the owner), or the one `sessionId` names when it holds it. @throws {SessionNotFoundError} */

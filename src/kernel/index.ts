@@ -7,7 +7,7 @@ export { createLineup } from './one-at-a-time.ts';
 export type { ApprovalEvent } from './approval-requests.ts';
 export type { AgentRuntime, Caller } from './agent-runtime.ts';
 export { callerOf, principalOfCaller, reachesAgent, refusalOf } from './authority.ts';
-export { bylineOf, CallerKernel, kernelAs, type SessionChoice } from './caller-kernel.ts';
+export { CallerKernel, kernelAs, type SessionChoice } from './caller-kernel.ts';
 export { toAgentSkillsView, toAgentView } from './agent-view.ts';
 export { kernelEventLine, logKernelEvents } from './kernel-event-log.ts';
 export type { AgentDetailView, AgentView } from './agent-view.ts';

@@ -31,10 +31,11 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** The callers of the keys, as the API's auth gives them: the owner `admin`, the user `helper-bot` (agents `helper-*`). */
+/** The callers of the keys, as the API's auth gives them: the owner `admin`, the users `helper-bot` and `other-bot` (agents `helper-*`). */
 const CALLERS: Record<string, Caller> = {
   'admin-secret': callerOf({ name: 'admin', role: 'owner', agents: ['*'] }),
   'helper-secret': callerOf({ name: 'helper-bot', role: 'user', agents: ['helper-*'] }),
+  'other-secret': callerOf({ name: 'other-bot', role: 'user', agents: ['helper-*'] }),
 };
 const keyOf = (c: Context): Caller | undefined => CALLERS[(c.req.header('authorization') ?? '').replace(/^Bearer /, '')];
 
@@ -45,13 +46,28 @@ async function helperTask(harness: A2aHarness): Promise<Task> {
     { text: 'never said', gate: new Promise<never>(() => undefined) },
     { text: 'never said either', gate: new Promise<never>(() => undefined) },
   ]);
-  const sent = {
-    ...textMessage('Tell me a story'),
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true },
-  };
-  const task = (await (await a2aClient(harness.url, 'helper-slow', 'helper-secret')).sendMessage(sent)) as Task;
+  const task = await sendAs('helper-secret', harness, 'helper-slow', textMessage('Tell me a story'));
   await waitFor('the first model call', () => model.requests.length >= 1);
   return task;
+}
+
+/** Sends `sent` to `agent` with the key, answered as its task starts. */
+async function sendAs(key: string, harness: A2aHarness, agent: string, sent: ReturnType<typeof textMessage>): Promise<Task> {
+  const configuration = { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true };
+  return (await (await a2aClient(harness.url, agent, key)).sendMessage({ ...sent, configuration })) as Task;
+}
+
+/** The cancel of task `id` through `agent`'s endpoint with the key: the task, or the error thrown. */
+async function cancelAs(key: string, harness: A2aHarness, agent: string, id: string): Promise<Task | Error> {
+  return (await a2aClient(harness.url, agent, key)).cancelTask({ tenant: '', id, metadata: undefined }).catch((error: unknown) => error as Error);
+}
+
+/** The ends of `agent`'s turns in the audit log, once there are `count`. */
+async function turnEnds(harness: A2aHarness, agent: string, count = 1): Promise<{ type: string; data: unknown }[]> {
+  return waitFor(`${count} turn end(s) in the audit log`, async () => {
+    const records = await harness.host.kernel.audit({ agent, types: ['turn-cancel', 'turn-finish', 'turn-fail'] });
+    return records.length >= count ? records : undefined;
+  });
 }
 
 describe('an A2A task cancelled with API keys', () => {
@@ -75,10 +91,7 @@ describe('an A2A task cancelled with API keys', () => {
       const canceled = await (await a2aClient(daemon.url, 'helper-slow', key)).cancelTask({ tenant: '', id: task.id, metadata: undefined });
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
       const { kernel } = daemon.host;
-      const [ended] = await waitFor("the turn's end in the audit log", async () => {
-        const records = await kernel.audit({ agent: 'helper-slow', types: ['turn-cancel', 'turn-finish', 'turn-fail'] });
-        return records.length > 0 ? records : undefined;
-      });
+      const [ended] = await turnEnds(daemon, 'helper-slow');
       expect(ended?.type).toBe('turn-cancel');
       expect(ended?.data).toMatchObject({
         via: 'user:helper-bot',
@@ -87,5 +100,82 @@ describe('an A2A task cancelled with API keys', () => {
       });
       expect(kernel.turnCounts().running).toBe(0);
     });
+  });
+});
+
+describe('an A2A task cancelled with API keys, live', () => {
+  beforeEach(async () => {
+    first = await startA2a(dir.path, { callerOf: keyOf });
+  });
+
+  it("refuses another key's cancel as of an unknown task: its turn goes on", async () => {
+    const harness = first as A2aHarness;
+    const task = await helperTask(harness);
+    const refused = await cancelAs('other-secret', harness, 'helper-slow', task.id);
+    expect(refused).toBeInstanceOf(Error);
+    expect((refused as Error).message).toContain('Task not found');
+    expect(harness.host.kernel.turnCounts().running).toBe(1);
+    expect(await harness.host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel'] })).toEqual([]);
+    const seen = await (await a2aClient(harness.url, 'helper-slow', 'helper-secret')).getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(seen.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+  });
+
+  it("answers TaskNotCancelable for a task that has ended, and cancels no later task's turn in its conversation", async () => {
+    const harness = first as A2aHarness;
+    await harness.host.kernel.spawn(manifest(agentToml('helper-slow', model.url)));
+    model.script([{ text: 'Done.' }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const done = await sendAs('helper-secret', harness, 'helper-slow', textMessage('Say done'));
+    await turnEnds(harness, 'helper-slow');
+    // A later task in the same conversation (the A2A context), its turn running.
+    const later = textMessage('Tell me a story');
+    const running = await sendAs('helper-secret', harness, 'helper-slow', { ...later, message: { ...later.message, contextId: done.contextId } });
+    await waitFor('the later model call', () => model.requests.length >= 2);
+    for (const key of ['admin-secret', 'helper-secret']) {
+      const refused = await cancelAs(key, harness, 'helper-slow', done.id);
+      expect({ key, refused: refused instanceof Error ? refused.message : refused }).toEqual({
+        key,
+        refused: expect.stringContaining('not cancelable') as string,
+      });
+    }
+    expect(harness.host.kernel.turnCounts().running).toBe(1);
+    expect(
+      (await harness.host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel', 'turn-finish', 'turn-fail'] })).map((record) => record.type),
+    ).toEqual(['turn-finish']);
+    // The later task is cancelled as any: its turn ends.
+    expect(await cancelAs('helper-secret', harness, 'helper-slow', running.id)).toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
+    expect((await turnEnds(harness, 'helper-slow', 2)).map((record) => record.type)).toEqual(['turn-finish', 'turn-cancel']);
+  });
+
+  it("cancels the task's turn through another agent's endpoint, as its own agent's", async () => {
+    const harness = first as A2aHarness;
+    const task = await helperTask(harness);
+    await harness.host.kernel.spawn(manifest(agentToml('helper-other', model.url)));
+    expect(await cancelAs('admin-secret', harness, 'helper-other', task.id)).toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
+    const [ended] = await turnEnds(harness, 'helper-slow');
+    expect(ended).toMatchObject({ type: 'turn-cancel', data: { via: 'user:helper-bot', message: expect.stringContaining('cancelled by "admin"') as string } });
+    await waitFor('no turn to run', () => harness.host.kernel.turnCounts().running === 0);
+  });
+
+  it('cancels both turns of a task sent a second message while its first waits for an approval', async () => {
+    const harness = first as A2aHarness;
+    const toml = agentToml('helper-careful', model.url, '[capabilities]\ntools = ["file_write"]\n[autonomous]\napproval_required_for = ["file_write"]');
+    await harness.host.kernel.spawn(manifest(toml));
+    model.script([
+      { toolCalls: [{ name: 'file_write', input: { path: 'approved.txt', content: 'ok' } }] },
+      { text: 'never said', gate: new Promise<never>(() => undefined) },
+    ]);
+    const task = await sendAs('helper-secret', harness, 'helper-careful', textMessage('write approved.txt'));
+    await waitFor('the approval asked', async () => (await harness.host.kernel.approvals.list()).length === 1);
+    // The task waits for the approval (input-required): a second message to it starts a second turn.
+    const again = textMessage('And then?');
+    await sendAs('helper-secret', harness, 'helper-careful', { ...again, message: { ...again.message, taskId: task.id, contextId: task.contextId } });
+    await waitFor('the second turn', () => harness.host.kernel.turnCounts().running + harness.host.kernel.turnCounts().queued === 2);
+    expect(await cancelAs('admin-secret', harness, 'helper-careful', task.id)).toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
+    // Neither goes on: the first no longer waits for its approval.
+    await waitFor('no turn to run or wait', () => {
+      const counts = harness.host.kernel.turnCounts();
+      return counts.running === 0 && counts.queued === 0;
+    });
+    expect(await harness.host.kernel.approvals.list()).toEqual([]);
   });
 });

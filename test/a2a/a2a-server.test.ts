@@ -180,6 +180,29 @@ describe.each([
     await stream.return(undefined);
     expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
+  it('cancels, as its creator, a task whose streaming client went away: canceled, its turn cancelled, naming who', async () => {
+    await api.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+    let answer: () => void = () => undefined;
+    model.script([{ text: 'Once upon a time ', gate: new Promise<void>((resolve) => (answer = resolve)), stall: new Promise<never>(() => undefined) }]);
+    const client = await clientFor('slow', transport, version);
+    const stream = client.sendMessageStream(send('Tell me a long story'));
+    const first = (await stream.next()).value as StreamResponse;
+    const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
+    // The client goes away; the server's stream, waiting, hears it with the next event, and saves that one still.
+    await stream.return(undefined);
+    answer();
+    await waitFor('the text said after the client left', async () => replyOf(await client.getTask({ tenant: '', id, historyLength: undefined })) !== '');
+    // Nobody reads the task's events any more: its cancel is saved all the same.
+    const canceled = await client.cancelTask({ tenant: '', id, metadata: {} });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect((await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const [ended] = await waitFor("the turn's end in the audit log", async () => {
+      const records = await api.host.kernel.audit({ agent: 'slow', types: ['turn-cancel', 'turn-finish', 'turn-fail'] });
+      return records.length > 0 ? records : undefined;
+    });
+    expect(ended).toMatchObject({ type: 'turn-cancel', data: { message: expect.stringContaining('cancelled by the owner') as string } });
+  });
+
   it('cancels a task whose agent is suspended during its turn, and fails one sent to it suspended, each saying why', async () => {
     hanging = await startHangingModelServer();
     await api.host.kernel.spawn(manifest(agentToml('pausing', hanging.url)));
