@@ -9,10 +9,10 @@ import {
   type WorkflowRecord,
 } from '../contracts/index.ts';
 import { AccessDeniedError, SessionNotFoundError } from '../errors/index.ts';
-import { forgedToolNotFound, type ForgedToolView, type ForgeOutcome } from '../forged-tools/index.ts';
 import type { Manifest } from '../manifest/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 import type { ApprovalDecision } from './approval-requests.ts';
+import { type CallerForgedTools, forgedToolsAs } from './caller-forged-tools.ts';
 import type { Caller } from './agent-runtime.ts';
 import type { AgentDetailView, AgentView } from './agent-view.ts';
 import { type Action, callerOf, principalOfCaller, reachesAgent, refusalOf, requireAllowed } from './authority.ts';
@@ -45,9 +45,13 @@ export class CallerKernel {
   readonly principal: Principal;
   readonly #kernel: Kernel;
 
+  /** Forged tools (spec/02) as the principal sees and may change them. */
+  readonly forgedTools: CallerForgedTools;
+
   constructor(kernel: Kernel, principal: Principal) {
     this.#kernel = kernel;
     this.principal = principal;
+    this.forgedTools = forgedToolsAs(kernel, this);
   }
 
   /** Whether the principal may do `action` (on the agent named `agent`). */
@@ -377,43 +381,6 @@ export class CallerKernel {
     }
     return this.#kernel.approvals.decide(id, { ...decision, by: this.principal.name });
   }
-
-  /** Whether the principal sees a forged tool: shared ones, and those of the agents it reaches. */
-  #sees(tool: ForgedToolView): boolean {
-    return tool.tier === 'shared' || this.reaches(tool.agent);
-  }
-
-  /** Forged tools (spec/02) as the principal sees and may change them. */
-  readonly forgedTools = {
-    list: async (options: { agent?: string } = {}): Promise<ForgedToolView[]> =>
-      (await this.#kernel.forgedTools.list(options)).filter((tool) => this.#sees(tool)),
-    /** @throws the not-found error for a tool the principal may not see, as for an id no tool has. */
-    get: async (id: string): Promise<ForgedToolView> => {
-      const tool = await this.#kernel.forgedTools.get(id);
-      if (!this.#sees(tool)) throw forgedToolNotFound(id);
-      return tool;
-    },
-    export: async (id: string): Promise<{ tool: ForgedToolView; document: string }> => {
-      const tool = await this.forgedTools.get(id);
-      return { tool, document: await this.#kernel.forgedTools.export(tool.id) };
-    },
-    forge: async (agent: string, request: unknown, signal?: AbortSignal): Promise<ForgeOutcome> => {
-      this.require('forge tools');
-      return this.#kernel.forgedTools.forge(agent, request, this.principal.name, signal);
-    },
-    import: async (agent: string, document: string, signal?: AbortSignal): Promise<ForgeOutcome> => {
-      this.require('import tools');
-      return this.#kernel.forgedTools.import(agent, document, this.principal.name, signal);
-    },
-    promote: async (id: string): Promise<Awaited<ReturnType<Kernel['forgedTools']['promote']>>> => {
-      this.require('promote forged tools');
-      return this.#kernel.forgedTools.promote(id, this.principal.name);
-    },
-    demote: async (id: string, reason: string | null): Promise<ForgedToolView> => {
-      this.require('demote forged tools');
-      return this.#kernel.forgedTools.demote(id, this.principal.name, reason);
-    },
-  };
 }
 
 /** Who `principal` is, as a cancelled turn or a decision names them: `the owner` for `local`, else the key's name quoted. */
