@@ -61,10 +61,18 @@ async function openStore(location: string): Promise<Store> {
   return location.startsWith('postgres://') ? openPostgresStore({ url: location }) : openSqliteStore({ path: location });
 }
 
-/** A kernel on `store` whose agents all run on the instant model (no provider, no network). */
-async function openKernel(store: Store): Promise<Kernel> {
+/**
+ * A kernel on `store` whose agents all run on the instant model (no provider, no network). On
+ * PostgreSQL it leases its turns, as a daemon on PostgreSQL does (src/host/open-host.ts): the
+ * journal's leases, the hourly quota read from the shared usage log, the stream saved with a
+ * journaled turn's steps.
+ */
+async function openKernel(store: Store, location: string): Promise<Kernel> {
   const model = createInstantModel();
   const kernel = buildKernel({
+    ...(location.startsWith('postgres://')
+      ? { node: { id: `bench-${process.pid}`, find: () => Promise.resolve(undefined), othersAlive: () => Promise.resolve(false), leasesTurns: true } }
+      : {}),
     store,
     clock: createSystemClock(),
     ids: createUuidGenerator(),
@@ -160,7 +168,7 @@ async function turnsNode(args: readonly string[], lines: AsyncIterator<string>):
   const counts = location.startsWith('postgres://') ? await countStatements() : undefined;
   const store = await openStore(location);
   try {
-    const kernel = await openKernel(store);
+    const kernel = await openKernel(store, location);
     try {
       const names = Array.from({ length: agents }, (_, index) => `${prefix}-${index}`);
       const warm = await driveTurns(kernel, names, warmup, concurrency, offset);
@@ -271,7 +279,7 @@ function startNode(args: readonly string[], location: string, started: NodeProce
 async function seedAgents(location: string, prefixes: readonly string[]): Promise<void> {
   const store = await openStore(location);
   try {
-    const kernel = await openKernel(store);
+    const kernel = await openKernel(store, location);
     try {
       for (const prefix of prefixes) {
         for (let index = 0; index < AGENTS_PER_NODE; index += 1) {
