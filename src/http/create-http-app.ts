@@ -39,7 +39,7 @@ import type { LoomMetrics } from '../telemetry/index.ts';
 import { withRemoteParent } from '../telemetry/spans.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH, safeDecodeUriComponent, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
-import type { McpServerView } from '../wire/index.ts';
+import { isEventStream, type McpServerView } from '../wire/index.ts';
 
 /** What the HTTP API is built from. It reads no globals: the environment is passed in. */
 export interface HttpAppOptions {
@@ -77,10 +77,11 @@ export interface HttpAppOptions {
   /** Each running turn is leased to its node (`Host.leasesTurns`): A2A's recovery leaves a task's turn to its lease. */
   leasesTurns?: boolean;
   /**
-   * Aborted when the daemon stops: the MCP endpoints, if built, close (their sessions and streams
-   * end, the calls still running in them are cancelled); the A2A server, if built, stops waiting
-   * for the turns of tasks a previous daemon left (those tasks stay as they are, for the next
-   * start); the tasks it runs end with the kernel's shutdown.
+   * Aborted when the daemon stops: the MCP endpoints, if built, close (the calls running in them
+   * get {@link MCP_CALLS_DRAIN_MS} to finish, then are cancelled; then their sessions and streams
+   * end); the A2A server, if built, stops waiting for the turns of tasks a previous daemon left
+   * (those tasks stay as they are, for the next start); the tasks it runs end with the kernel's
+   * shutdown.
    */
   closing?: AbortSignal;
 }
@@ -117,6 +118,12 @@ export const MCP_CALLS_DRAIN_MS = 1500;
 function writtenOut(responses: ReadonlySet<ServerResponse>): Promise<void> {
   return Promise.all([...responses].map((response) => new Promise((resolve) => response.once('close', resolve)))).then(() => undefined);
 }
+
+/**
+ * The method whose answer `c` gets: a HEAD gets its GET's, so a message naming the method names
+ * GET (a HEAD states the Content-Length its GET has, RFC 9110 §8.6).
+ */
+const methodAnswered = (c: Context): string => (c.req.method === 'HEAD' ? 'GET' : c.req.method);
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
 function once<T>(build: () => Promise<T>): () => Promise<T> {
@@ -270,7 +277,8 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
    * percent-escaped or doubled slashes is told how to write it.
    */
   const a2aNotFound = (c: Context): Response => {
-    const { method, path } = c.req;
+    const { path } = c.req;
+    const method = methodAnswered(c);
     const plain = plainPath(path);
     // Only a slash escaped or doubled: another escape (`%3A`, `%25`) is a path written as it should be.
     const fix =
@@ -284,7 +292,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // The listen path spelled with percent-escapes or doubled slashes (`/a2a%2Fx`, `//a2a/x`) reaches no A2A route, but is A2A's 404.
     namesA2aPath(c.req.path)
       ? a2aNotFound(c)
-      : respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${c.req.method} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
+      : respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${methodAnswered(c)} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
   );
 
   // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.
@@ -394,7 +402,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     } finally {
       // A streamed reply keeps its deadline until the stream ends (its handler disposes it). A HEAD's
       // answer is its headers alone, whatever its type: no stream follows to let the deadline go.
-      if (c.req.method === 'HEAD' || !(c.res.headers.get('content-type') ?? '').startsWith('text/event-stream')) deadline.dispose();
+      if (c.req.method === 'HEAD' || !isEventStream(c.res)) deadline.dispose();
     }
   });
 
@@ -452,7 +460,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
   const mcp = once(async () => {
     const { createMcpHttpHandler } = await import('../mcp/server/index.ts');
     const handler = createMcpHttpHandler({ kernel, config, version, logger, clock });
-    // The daemon's stop (maybe while this was built): its sessions and streams end, their calls are cancelled, and it stops following the kernel.
+    // The daemon's stop (maybe while this was built): its calls get a while to finish, then its sessions and streams end, and it stops following the kernel.
     const close = (): void => {
       mcpClosed = handler
         .close({ callsWithinMs: MCP_CALLS_DRAIN_MS })

@@ -132,6 +132,10 @@ export function serveDashboard(dir: string = DASHBOARD_DIR, options: DashboardOp
     const type = CONTENT_TYPES[extname(file)] ?? 'application/octet-stream';
     // Built assets have content hashes in their names; index.html must always be fresh.
     const cache = isAsset ? 'public, max-age=31536000, immutable' : 'no-cache';
-    return c.body(await readFile(file), 200, { ...DASHBOARD_SECURITY_HEADERS, 'content-type': type, 'cache-control': cache });
+    const headers = { ...DASHBOARD_SECURITY_HEADERS, 'content-type': type, 'cache-control': cache };
+    // A HEAD learns the file's length from its size, without reading it; a GET's from the bytes it sends.
+    if (c.req.method === 'HEAD') return c.body(null, 200, { ...headers, 'content-length': String((await stat(file)).size) });
+    const content = await readFile(file);
+    return c.body(content, 200, { ...headers, 'content-length': String(content.byteLength) });
   };
 }

@@ -70,6 +70,9 @@ export function pathOf(
   return text === '' ? path : `${path}?${text}`;
 }
 
+/** Whether `response` is a stream of Server-Sent Events (`text/event-stream`), which stays open and has no length. */
+export const isEventStream = (response: { readonly headers: Headers }): boolean => (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+
 /** A {@link CallInput} of any route. */
 interface AnyInput {
   params?: Record<string, string>;

@@ -6,7 +6,7 @@
  * of its bundle.
  */
 export * from './views.ts';
-export { apiClient, pathOf } from './api-client.ts';
+export { apiClient, isEventStream, pathOf } from './api-client.ts';
 export type { ApiClient, ApiRequestInit, CallArgs, CallInput } from './api-client.ts';
 export {
   ApprovalDecisionBodySchema,

@@ -6,7 +6,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { Hono } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { headContentLength } from '../../src/http/head-content-length.ts';
+import { LOCAL_OWNER } from '../../src/access/index.ts';
+import { createLegacySseEndpoints } from '../../src/mcp/server/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { agentToml, type Api, startApi } from './api-harness.ts';
@@ -66,6 +70,8 @@ describe('HEAD', () => {
     ['a dashboard asset (multi-byte characters)', '/assets/index-abc123.js', 200],
     ["A2A's agent card", '/a2a/helper/.well-known/agent-card.json', 200],
     ['an agent that does not exist (a JSON error)', '/api/agents/nobody', 404],
+    ['a path no route takes (its 404 names GET, for a HEAD too)', '/nothing-here.txt', 404],
+    ["a path under A2A's that no A2A route takes (its 404 names GET, for a HEAD too)", '/a2a%2Fhelper', 404],
   ])('of %s states the Content-Length its GET has, and sends no body', async (_what, path, status) => {
     const get = await ask('GET', path);
     expect(get).toMatchObject({ status });
@@ -80,5 +86,49 @@ describe('HEAD', () => {
   it('of the event stream states no length: a stream has none', async () => {
     const head = await ask('HEAD', '/api/events');
     expect(head).toMatchObject({ status: 200, contentLength: undefined, bytes: 0 });
+  });
+});
+
+describe('HEAD of a stream', () => {
+  it('of the 2024-11-05 MCP stream (/mcp/sse) gets its headers, no length, and opens no MCP session', async () => {
+    const head = await ask('HEAD', '/mcp/sse');
+    expect(head).toMatchObject({ status: 200, contentLength: undefined, bytes: 0 });
+    let made = 0;
+    const endpoints = createLegacySseEndpoints({
+      factory: () => {
+        made += 1;
+        throw new Error('no server is made for a HEAD');
+      },
+      messagesPath: '/mcp/messages',
+    });
+    const answer = await endpoints.open(new Request('http://127.0.0.1/mcp/sse', { method: 'HEAD' }), { principal: LOCAL_OWNER });
+    expect({ status: answer.status, type: answer.headers.get('content-type'), body: answer.body, made }).toEqual({
+      status: 200,
+      type: 'text/event-stream',
+      body: null,
+      made: 0,
+    });
+  });
+
+  it('is never read whole: a body that is not all there at once (a stream of any type) gets no length, and the answer does not wait for it', async () => {
+    const app = new Hono();
+    app.use('*', headContentLength);
+    let pulls = 0;
+    app.get('/stream', () => {
+      const body = new ReadableStream<Uint8Array>({
+        pull: (controller) => {
+          pulls += 1;
+          // One chunk, then nothing more for now: a stream that produces over time (it never ends here).
+          if (pulls === 1) controller.enqueue(new TextEncoder().encode('first chunk'));
+          return new Promise(() => undefined);
+        },
+      });
+      return new Response(body, { headers: { 'content-type': 'application/octet-stream' } });
+    });
+    app.get('/json', (c) => c.json({ greeting: 'ünïcode' }));
+    const streamed = await app.request('/stream', { method: 'HEAD' });
+    expect({ status: streamed.status, length: streamed.headers.get('content-length'), pulls }).toEqual({ status: 200, length: null, pulls: 1 });
+    const json = await app.request('/json', { method: 'HEAD' });
+    expect(json.headers.get('content-length')).toBe(String(Buffer.byteLength(JSON.stringify({ greeting: 'ünïcode' }))));
   });
 });

@@ -5,9 +5,13 @@
  * The stop ends within MCP_DRAIN_MS either way. Over real HTTP, with the official client.
  */
 import type { Client } from '@modelcontextprotocol/client';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MCP_CALLS_DRAIN_MS, MCP_DRAIN_MS } from '../../src/http/index.ts';
+import { MCP_PRINCIPAL_NAME } from '../../src/mcp/server/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -43,9 +47,12 @@ function held(): { promise: Promise<void>; release: () => void } {
 }
 
 /** The daemon's HTTP app and server, with the agent `helper`, and how to stop them as the daemon does. */
-async function serveHelper(): Promise<{ url: string; server: McpHttpServer; stop: () => { drained: Promise<void>; closed: Promise<void> } }> {
+async function serveHelper(
+  config?: Record<string, unknown>,
+): Promise<{ url: string; server: McpHttpServer; stop: () => { drained: Promise<void>; closed: Promise<void> } }> {
   const stopping = new AbortController();
-  served = await startMcpHttpServer(dir.path, { closing: stopping.signal });
+  // Every client on loopback, as the in-process requests below say they are.
+  served = await startMcpHttpServer(dir.path, { closing: stopping.signal, clientAddress: '127.0.0.1', ...(config === undefined ? {} : { config }) });
   await served.host.kernel.spawn(agentManifest('helper', model.url));
   const server = served;
   return {
@@ -115,6 +122,26 @@ describe.each<ClientKind>(['legacy-streamable', 'modern', 'legacy-sse'])('the da
     await closed;
   });
 
+  it('does not wait for the answer of a call the client cancelled: the stop ends once the call has, the clock not moved', async () => {
+    const { url, server, stop } = await serveHelper();
+    const reply = held();
+    model.script([{ text: 'Never read.', stall: reply.promise }]);
+    const client = await connectClient(url, kind);
+    clients.push(client);
+    const cancel = new AbortController();
+    const call = client.callTool({ name: 'loom_agent_helper', arguments: { message: 'Take your time.' } }, { signal: cancel.signal });
+    await waitFor('the turn to reach the model', () => model.requests.length === 1);
+    const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+    cancel.abort();
+    await expect(call).rejects.toThrow();
+    await cancelled;
+
+    // The server sends no answer to a cancelled call: the stop waits for the call alone, not for that answer.
+    const { drained, closed } = stop();
+    await waitFor('the stop to end', () => settled(drained));
+    await closed;
+  });
+
   it('does not wait for the stream the client listens on for list changes: the stop ends it, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     let changed = false;
@@ -139,18 +166,27 @@ interface SlowReader {
   closed: Promise<void>;
 }
 
-/** Opens the 2024-11-05 SSE stream on a raw socket; resolves with its session id once the `endpoint` event is read. */
-async function openSlowReader(url: string): Promise<{ reader: SlowReader; sessionId: string }> {
+/** Sends `head` (a request's line and headers) and `body` on a raw socket, and reads what comes back as it comes. */
+function openRaw(url: string, head: string, body = ''): SlowReader {
   const { hostname, port } = new URL(url);
   const socket = connect({ host: hostname, port: Number(port) });
   cleanups.push(() => socket.destroy());
   let text = '';
   socket.setEncoding('latin1').on('data', (chunk: string) => (text += chunk));
   const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  socket.write(`GET /mcp/sse HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept: text/event-stream\r\n\r\n`);
-  const sessionId = await waitFor('the endpoint event', () => /sessionId=([0-9a-f-]{36})/.exec(text)?.[1]);
-  return { reader: { text: () => text, pause: () => socket.pause(), resume: () => socket.resume(), closed }, sessionId };
+  socket.write(`${head}\r\nHost: ${hostname}:${port}\r\n${body === '' ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`}\r\n${body}`);
+  return { text: () => text, pause: () => socket.pause(), resume: () => socket.resume(), closed };
 }
+
+/** Opens the 2024-11-05 SSE stream on a raw socket; resolves with its session id once the `endpoint` event is read. */
+async function openSlowReader(url: string): Promise<{ reader: SlowReader; sessionId: string }> {
+  const reader = openRaw(url, 'GET /mcp/sse HTTP/1.1\r\nAccept: text/event-stream');
+  const sessionId = await waitFor('the endpoint event', () => /sessionId=([0-9a-f-]{36})/.exec(reader.text())?.[1]);
+  return { reader, sessionId };
+}
+
+/** The end of a chunked answer: a stream that shows it was ended, not cut. */
+const ENDED = '\r\n0\r\n\r\n';
 
 /** POSTs a JSON-RPC message to a 2024-11-05 session: the answer comes on its stream. */
 async function postMessage(url: string, sessionId: string, message: object): Promise<void> {
@@ -163,8 +199,23 @@ async function postMessage(url: string, sessionId: string, message: object): Pro
   await response.text();
 }
 
-/** A reply larger than a socket's buffers hold: a client that does not read leaves most of it with the server. */
-const LONG_REPLY = 'All work and no play. '.repeat(400_000);
+/**
+ * A reply larger than a connection's buffers hold while its client reads nothing (the receive
+ * buffer does not grow then, the send buffer may grow to its maximum), twice over: the server keeps
+ * the rest. Sized from the machine's TCP settings where it has them.
+ */
+const LONG_REPLY = (() => {
+  const setting = (name: string, index: number, otherwise: number): number => {
+    try {
+      return Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[index]) || otherwise;
+    } catch {
+      return otherwise;
+    }
+  };
+  const buffered = setting('tcp_rmem', 1, 131_072) + setting('tcp_wmem', 2, 4_194_304);
+  const line = 'All work and no play. ';
+  return line.repeat(Math.ceil((2 * buffered) / line.length));
+})();
 
 /** Opens a raw slow stream, has a call answered on it with {@link LONG_REPLY} while the client reads nothing, and stops the daemon. */
 async function stopWhileUnread(): Promise<{ server: McpHttpServer; reader: SlowReader; drained: Promise<void>; closed: Promise<void> }> {
@@ -188,7 +239,7 @@ describe("the daemon's stop and a client that reads its MCP stream slowly, on a 
   it('waits for the client to read the last bytes of its stream, the answer and its end, then goes on before MCP_DRAIN_MS', async () => {
     const { server, reader, drained, closed } = await stopWhileUnread();
     await server.host.clock.advance(MCP_DRAIN_MS - 1);
-    expect(await settled(drained)).toBe(false);
+    expect(await settled(drained), 'the server still holds part of the reply (LONG_REPLY is larger than the socket buffers)').toBe(false);
     reader.resume();
     await drained;
     await closed;
@@ -196,7 +247,7 @@ describe("the daemon's stop and a client that reads its MCP stream slowly, on a 
     const text = reader.text();
     expect(text).toContain(JSON.stringify(LONG_REPLY));
     // The chunked stream's last chunk: the stream was ended, not cut.
-    expect(text.endsWith('\r\n0\r\n\r\n')).toBe(true);
+    expect(text.endsWith(ENDED)).toBe(true);
   });
 
   it('cuts a client that has not read its stream MCP_DRAIN_MS after the stop began, and the stop goes on', async () => {
@@ -208,6 +259,173 @@ describe("the daemon's stop and a client that reads its MCP stream slowly, on a 
     await closed;
     reader.resume();
     await reader.closed;
-    expect(reader.text().endsWith('\r\n0\r\n\r\n')).toBe(false);
+    expect(reader.text().endsWith(ENDED)).toBe(false);
+  });
+});
+
+/** The 2025 revision a raw client of a session speaks. */
+const REVISION_2025 = '2025-11-25';
+
+/** The headers of a raw client's POST to its 2025-era session `sessionId`. */
+const sessionHeaders = (sessionId: string): Record<string, string> => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-session-id': sessionId,
+  'mcp-protocol-version': REVISION_2025,
+  host: '127.0.0.1',
+});
+
+/** Opens a 2025-era session by hand (initialize, then initialized); returns its id. */
+async function openSession(url: string): Promise<string> {
+  const opened = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: REVISION_2025, capabilities: {}, clientInfo: { name: 'raw-client', version: '1.0.0' } },
+    }),
+  });
+  expect(opened.status).toBe(200);
+  await opened.text();
+  const sessionId = opened.headers.get('mcp-session-id') ?? '';
+  const initialized = await fetch(`${url}/mcp`, {
+    method: 'POST',
+    headers: sessionHeaders(sessionId),
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
+  expect(initialized.status).toBe(202);
+  return sessionId;
+}
+
+const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'loom_agent_helper', arguments: { message: 'Take your time.' } } };
+const CANCEL = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'no longer needed' } };
+
+describe('a client during the stop, while its call still runs', () => {
+  // The server stops listening at the stop: the requests after it are sent to the app in-process, as a client sends them on a connection it holds open.
+  it('on a 2025-era session: its cancel reaches the call, a new request is refused, and the stop ends once the call has, the clock not moved', async () => {
+    const { url, server, stop } = await serveHelper();
+    model.script([{ text: 'Never read.', stall: held().promise }]);
+    const sessionId = await openSession(url);
+    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CALL) });
+    void call.text().catch(() => undefined);
+    await waitFor('the turn to reach the model', () => model.requests.length === 1);
+    const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+
+    const { drained, closed } = stop();
+    const refused = await server.app.request('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify({ ...CALL, id: 2 }) });
+    expect({ status: refused.status, body: await refused.json() }).toEqual({
+      status: 503,
+      body: { jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: 2 },
+    });
+    const cancel = await server.app.request('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CANCEL) });
+    expect(cancel.status).toBe(202);
+    await cancelled;
+    await waitFor('the stop to end', () => settled(drained));
+    await closed;
+  });
+
+  it('on a 2025-era session: its DELETE ends the session and cancels the call, and the stop ends, the clock not moved', async () => {
+    const { url, server, stop } = await serveHelper();
+    model.script([{ text: 'Never read.', stall: held().promise }]);
+    const sessionId = await openSession(url);
+    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CALL) });
+    void call.text().catch(() => undefined);
+    await waitFor('the turn to reach the model', () => model.requests.length === 1);
+    const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+
+    const { drained, closed } = stop();
+    const ended = await server.app.request('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
+    expect(ended.status).toBe(200);
+    await cancelled;
+    await waitFor('the stop to end', () => settled(drained));
+    await closed;
+    // Ended: the session is gone.
+    const again = await server.app.request('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
+    expect(again.status).toBe(404);
+  });
+
+  it('on a 2024-11-05 stream: its cancel reaches the call, and the stop ends once the call has, its stream ended, the clock not moved', async () => {
+    const { url, server, stop } = await serveHelper();
+    model.script([{ text: 'Never read.', stall: held().promise }]);
+    const { reader, sessionId } = await openSlowReader(url);
+    await postMessage(url, sessionId, {
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw-client', version: '1.0.0' } },
+    });
+    await postMessage(url, sessionId, { method: 'notifications/initialized' });
+    await postMessage(url, sessionId, CALL);
+    await waitFor('the turn to reach the model', () => model.requests.length === 1);
+    const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+
+    const { drained, closed } = stop();
+    const post = (message: object) =>
+      server.app.request(`/mcp/messages?sessionId=${sessionId}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', host: '127.0.0.1' },
+        body: JSON.stringify(message),
+      });
+    const refused = await post({ ...CALL, id: 2 });
+    expect({ status: refused.status, body: await refused.text() }).toEqual({ status: 503, body: 'cannot answer an MCP message: the daemon is stopping' });
+    expect((await post(CANCEL)).status).toBe(202);
+    await cancelled;
+    await waitFor('the stop to end', () => settled(drained));
+    await closed;
+    await reader.closed;
+    expect(reader.text().endsWith(ENDED)).toBe(true);
+  });
+});
+
+describe("the daemon's stop and a 2025-era client that does not read its calls' answers, on a real socket", () => {
+  it("ends the other clients' streams at once, the clock not moved: it waits for calls, not for clients to read", async () => {
+    const { url, server, stop } = await serveHelper();
+    model.script([{ text: LONG_REPLY }, { text: LONG_REPLY }]);
+    const sessionId = await openSession(url);
+    let finished = 0;
+    server.host.kernel.events.subscribe((event) => void (event.type === 'turn-finish' && (finished += 1)));
+    const headers = Object.entries(sessionHeaders(sessionId))
+      .filter(([name]) => name !== 'host')
+      .map(([name, value]) => `${name}: ${value}`)
+      .join('\r\n');
+    // Two calls in one POST (a batch): their answers come on one stream, which the client does not read.
+    const slow = openRaw(url, `POST /mcp HTTP/1.1\r\n${headers}`, JSON.stringify([CALL, { ...CALL, id: 2 }]));
+    slow.pause();
+    await waitFor('both turns to finish', () => finished === 2);
+    // Another client, which reads its 2024-11-05 stream.
+    const { reader: other } = await openSlowReader(url);
+
+    const { drained, closed } = stop();
+    await waitFor("the other client's stream to end", () => other.text().endsWith(ENDED));
+    expect(await settled(drained), 'the server still holds part of the answers (LONG_REPLY is larger than the socket buffers)').toBe(false);
+    await server.host.clock.advance(MCP_DRAIN_MS);
+    await drained;
+    await closed;
+  });
+});
+
+/** A command that runs long, once it has said it started. */
+const LONG_COMMAND = "sh -c 'touch started; sleep 30'";
+
+describe("the daemon's stop and a call of the installation's own tools", () => {
+  it('answers one still running MCP_CALLS_DRAIN_MS after the stop began with a tool error saying why, as for an agent', async () => {
+    const { url, server, stop } = await serveHelper({ mcp_server: { capabilities: { tools: ['shell_exec'], shell: [LONG_COMMAND] } } });
+    const workspace = join(server.host.home.workspacesDir, MCP_PRINCIPAL_NAME);
+    await mkdir(workspace, { recursive: true });
+    const client = await connectClient(url, 'modern');
+    clients.push(client);
+    const call = client.callTool({ name: 'shell_exec', arguments: { command: LONG_COMMAND } });
+    await waitFor('the command to run', () => existsSync(join(workspace, 'started')));
+
+    const { drained, closed } = stop();
+    await server.host.clock.advance(MCP_CALLS_DRAIN_MS);
+    const result = (await call) as { isError?: boolean };
+    expect({ isError: result.isError, text: firstText(result) }).toEqual({
+      isError: true,
+      text: `cannot finish the call: the daemon is stopping, and the call was still running ${MCP_CALLS_DRAIN_MS / 1000} s after the stop began; it was cancelled, call again once the daemon is back`,
+    });
+    await drained;
+    await closed;
   });
 });

@@ -65,6 +65,27 @@ export interface AgentDirectory {
   callTool?(name: string, input: unknown, principal: Principal, signal: AbortSignal): Promise<{ text: string; isError: boolean } | undefined>;
 }
 
+/**
+ * `directory` with each of its calls (an agent's turn, `send`; a tool, `callTool`) run through
+ * `around`, which is handed the call's signal and the call itself, to run with the signal it gives.
+ */
+export function wrapCalls(
+  directory: AgentDirectory,
+  around: <T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>) => Promise<T>,
+): AgentDirectory {
+  const callTool = directory.callTool?.bind(directory);
+  return {
+    ...directory,
+    send: (agentName, message, principal, signal, thread) => around(signal, (given) => directory.send(agentName, message, principal, given, thread)),
+    ...(callTool === undefined
+      ? {}
+      : {
+          callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) =>
+            around(signal, (given) => callTool(name, input, principal, given)),
+        }),
+  };
+}
+
 /** A tool served besides the agents, with its input as JSON schema. */
 export interface ServedTool {
   name: string;

@@ -81,7 +81,13 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
 
   const callTool = async (name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> => {
     if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
-      const result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
+      let result: Awaited<ReturnType<NonNullable<AgentDirectory['callTool']>>>;
+      try {
+        result = await directory.callTool(name, args ?? {}, principal, ctx.mcpReq.signal);
+      } catch (error) {
+        // A call that failed (cancelled at the daemon's stop) is a tool error, as an agent's is.
+        return toolError(error instanceof Error ? error.message : String(error));
+      }
       if (result === undefined) throw unknownTool(name);
       return { content: [{ type: 'text', text: result.text }], ...(result.isError ? { isError: true } : {}) };
     }

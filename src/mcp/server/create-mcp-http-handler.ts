@@ -1,16 +1,15 @@
-import { createMcpHandler, DEFAULT_MAX_REQUEST_BODY_SIZE, isLegacyRequest, type McpRequestContext } from '@modelcontextprotocol/server';
+import { createMcpHandler, DEFAULT_MAX_REQUEST_BODY_SIZE, isJSONRPCRequest, isLegacyRequest, type McpRequestContext } from '@modelcontextprotocol/server';
 import { createSystemClock } from '../../clock/index.ts';
 import type { Config } from '../../config/index.ts';
 import type { Clock, Logger } from '../../contracts/index.ts';
-import type { Principal } from '../../access/index.ts';
 import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { safeParseJson } from '../../validation/index.ts';
-import { type AgentDirectory, kernelAgentDirectory, mcpThread } from './agent-tools.ts';
+import { type AgentDirectory, kernelAgentDirectory, mcpThread, wrapCalls } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
-import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions, sessionNotFound, watchBody } from './mcp-sessions.ts';
+import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions } from './mcp-sessions.ts';
 
 /** What the `/mcp` endpoints are built from. */
 export interface McpHttpHandlerOptions {
@@ -45,11 +44,13 @@ export interface McpHttpHandler {
   messages(request: Request, origin: McpRequestOrigin, body?: string): Promise<Response>;
   /**
    * Stops following the kernel, closes open streams, sessions and in-flight modern exchanges; from
-   * its call on, a request is answered 503 (the daemon is stopping), but a session's DELETE 404 (the
-   * session has ended). The requests admitted before it are answered first: it waits up to
-   * `callsWithinMs` of the clock (none by default) for their answers to be handed to the server
-   * (a call's result, on its stream); a call still running then is cancelled, and answered that
-   * the daemon is stopping.
+   * its call on, a new request is answered 503 (the daemon is stopping). The calls under way (an
+   * agent's turn, a tool) are let run first, up to `callsWithinMs` of the clock (none by default):
+   * one that ends gives its client its result; one still running then is cancelled and answered,
+   * as a tool error, that the daemon is stopping. While it waits, a session's DELETE and a POST of
+   * notifications (a call's cancel) still reach their session or stream. It waits for the calls
+   * alone, never for a client to read: what is answered is written out by the server
+   * (`HttpApp.doorsClosed`), and the close ends within `callsWithinMs`.
    */
   close(options?: { callsWithinMs?: number }): Promise<void>;
 }
@@ -67,11 +68,12 @@ function daemonStopping(what: string, shape: 'json-rpc' | 'text', parsed?: unkno
 }
 
 /**
- * `directory` whose calls (an agent's turn, a tool) end when `stop` aborts: cancelled, and failed
- * at once with its reason, which the client gets as the call's error.
+ * `directory` whose calls (an agent's turn, a tool) are counted in `running` while they run, and
+ * end when `stop` aborts: cancelled, and failed at once with its reason, which the client gets as
+ * the call's tool error.
  */
-function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal): AgentDirectory {
-  const untilStop = async <T>(signal: AbortSignal, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal, running: Set<Promise<unknown>>): AgentDirectory {
+  const untilStop = async <T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> => {
     stop.throwIfAborted();
     let onStop: () => void = () => undefined;
     const stopped = new Promise<never>((_resolve, reject) => {
@@ -79,22 +81,18 @@ function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal): Agent
       stop.addEventListener('abort', onStop, { once: true });
     });
     try {
-      return await Promise.race([work(AbortSignal.any([signal, stop])), stopped]);
+      return await Promise.race([call(AbortSignal.any([signal, stop])), stopped]);
     } finally {
       stop.removeEventListener('abort', onStop);
     }
   };
-  const callTool = directory.callTool?.bind(directory);
-  return {
-    ...directory,
-    send: (agentName, message, principal, signal, thread) => untilStop(signal, (joined) => directory.send(agentName, message, principal, joined, thread)),
-    ...(callTool === undefined
-      ? {}
-      : {
-          callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) =>
-            untilStop(signal, (joined) => callTool(name, input, principal, joined)),
-        }),
-  };
+  return wrapCalls(directory, (signal, call) => {
+    const work = untilStop(signal, call);
+    const done = (): void => void running.delete(work);
+    running.add(work);
+    work.then(done, done);
+    return work;
+  });
 }
 
 /** Whether `work` settles within `ms` of `clock`. */
@@ -108,11 +106,13 @@ function within(clock: Clock, ms: number, work: Promise<unknown>): Promise<boole
   });
 }
 
-/** Whether `body` is a modern `subscriptions/listen`, whose stream stays open until the client or the close ends it. */
-const isListen = (body: unknown): boolean =>
-  typeof body === 'object' && body !== null && !Array.isArray(body) && (body as { method?: unknown }).method === 'subscriptions/listen';
+/** Resolves once no call of `running` runs, those started while it waits included. */
+async function allEnded(running: ReadonlySet<Promise<unknown>>): Promise<void> {
+  while (running.size > 0) await Promise.allSettled([...running]);
+}
 
-const isSse = (response: Response): boolean => (response.headers.get('content-type') ?? '').startsWith('text/event-stream');
+/** Whether a POST's body (parsed) holds a JSON-RPC request, one waiting for an answer; one holding only notifications or answers does not. */
+const holdsRequest = (body: unknown): boolean => (Array.isArray(body) ? body : [body]).some((message) => isJSONRPCRequest(message));
 
 function originOfContext(ctx: McpRequestContext): McpRequestOrigin {
   const origin = originOfAuthInfo(ctx.authInfo);
@@ -163,7 +163,9 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const clock = options.clock ?? createSystemClock();
   /** Aborted when the close has waited for the calls admitted before it as long as it may. */
   const stopCalls = new AbortController();
-  const directory = stoppableDirectory(options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config)), stopCalls.signal);
+  /** The calls running (an agent's turn, a tool): the close lets them finish, for a while. */
+  const running = new Set<Promise<unknown>>();
+  const directory = stoppableDirectory(options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config)), stopCalls.signal, running);
   const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });
@@ -196,64 +198,46 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     work.then(done, done);
     return work;
   };
-  /** The answers of requests admitted before the close, not yet handed to the server whole: the close lets them finish. */
-  const answering = new Set<Promise<void>>();
-  /**
-   * `work`'s answer, counted among those the close waits for until it is whole: at once for a JSON
-   * one, at the end of its body for a stream (a call's events, then its result).
-   */
-  const admit = async (work: Promise<Response>): Promise<Response> => {
-    let done: () => void = () => undefined;
-    const answered = new Promise<void>((resolve) => (done = resolve));
-    answering.add(answered);
-    void answered.then(() => answering.delete(answered));
-    try {
-      const response = await work;
-      if (response.body === null || !isSse(response)) {
-        done();
-        return response;
-      }
-      return new Response(watchBody(response.body, done), { status: response.status, statusText: response.statusText, headers: response.headers });
-    } catch (error) {
-      done();
-      throw error;
-    }
-  };
-  const allAnswered = (): Promise<unknown> => Promise.all([...answering, legacySse.answered()]);
   return {
     async fetch(request, origin, body) {
       const sdk = await bodyForSdk(request, body);
       const stopping = (): Response => daemonStopping(request.method === 'GET' ? 'open an MCP stream' : 'answer an MCP request', 'json-rpc', sdk.parsed);
       const parsed = 'parsed' in sdk ? { parsedBody: sdk.parsed } : {};
-      // A POST's answer is let finish by the close (not a stream that stays open: a GET's, a subscription's).
-      const admitted = request.method === 'POST' && !isListen(sdk.parsed) ? admit : (work: Promise<Response>) => work;
       if (request.headers.has(MCP_SESSION_HEADER)) {
-        // Ending a session once every session has ended: answered as the SDK answers a session it has ended.
-        if (closed && request.method === 'DELETE') return sessionNotFound();
-        return closed ? stopping() : admitted(sessions.serve(sdk.request, origin, parsed));
+        // While the stop lets the calls under way finish, a client may still end its session (and
+        // cancel its call) or cancel a call (a POST of notifications); once it has ended the
+        // sessions, these are answered 404 Session not found, as the SDK answers a session it has ended.
+        const stillServed = request.method === 'DELETE' || (request.method === 'POST' && 'parsed' in sdk && !holdsRequest(sdk.parsed));
+        return closed && !stillServed ? stopping() : sessions.serve(sdk.request, origin, parsed);
       }
       if ('parsed' in sdk && (await isLegacyInitialize(request, sdk.parsed))) {
         return closed ? daemonStopping('open an MCP session', 'json-rpc', sdk.parsed) : open(sessions.open(sdk.request, origin, sdk.parsed));
       }
-      return closed ? stopping() : admitted(modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed }));
+      return closed ? stopping() : modern.fetch(sdk.request, { authInfo: authInfoOf(origin), ...parsed });
     },
     sse: (request, origin) => (closed ? Promise.resolve(daemonStopping('open an MCP session', 'text')) : open(legacySse.open(request, origin))),
-    messages: (request, origin, body) =>
-      closed ? Promise.resolve(daemonStopping('answer an MCP message', 'text')) : legacySse.post(request, origin.principal, body),
+    async messages(request, origin, body) {
+      if (!closed) return legacySse.post(request, origin.principal, body);
+      // While the stop lets the calls under way finish, a notification (a call's cancel) still reaches its stream.
+      const text = body ?? (await request.text());
+      const message = safeParseJson(text);
+      if (message.ok !== true || holdsRequest(message.value)) return daemonStopping('answer an MCP message', 'text');
+      return legacySse.post(request, origin.principal, text);
+    },
     async close(closeOptions = {}) {
       closed = true;
       await Promise.allSettled([...opening]);
-      // The requests admitted before: their answers go out first; a call still running after
-      // `callsWithinMs` is cancelled and answered that the daemon is stopping, then they go out.
+      // The calls under way (not their clients' reading: the server writes out what is answered)
+      // end first; one still running after `callsWithinMs` is cancelled, and fails at once with
+      // the reason, which its client gets as a tool error.
       const callsWithinMs = closeOptions.callsWithinMs ?? 0;
-      if (!(callsWithinMs > 0 && (await within(clock, callsWithinMs, allAnswered())))) {
-        stopCalls.abort(
-          new Error(
-            `cannot finish the call: the daemon is stopping, and the call was still running ${callsWithinMs / 1000} s after the stop began; it was cancelled, call again once the daemon is back`,
-          ),
-        );
-        await allAnswered();
+      if (!(callsWithinMs > 0 && (await within(clock, callsWithinMs, allEnded(running))))) {
+        const late = callsWithinMs > 0 ? `, and the call was still running ${callsWithinMs / 1000} s after the stop began` : '';
+        stopCalls.abort(new Error(`cannot finish the call: the daemon is stopping${late}; it was cancelled, call again once the daemon is back`));
+        await allEnded(running);
       }
+      // The SDK writes a call's answer on its stream a few promise steps after the call returned; a turn of the event loop lets it.
+      await new Promise((resolve) => setImmediate(resolve));
       unsubscribe();
       await sessions.close();
       await legacySse.close();

@@ -1,14 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  parseJSONRPCMessage,
-  type RequestId,
-  type Server,
-  type Transport,
-} from '@modelcontextprotocol/server';
+import { type JSONRPCMessage, parseJSONRPCMessage, type Server, type Transport } from '@modelcontextprotocol/server';
 import { type Principal, principalKey } from '../../access/index.ts';
 import type { McpRequestOrigin } from './mcp-principal.ts';
 
@@ -32,9 +23,6 @@ class SseConnectionTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
   private controller: ReadableStreamDefaultController<Uint8Array> | undefined;
   private closed = false;
-  /** The client's requests not answered yet, and who waits for there to be none. */
-  private readonly unanswered = new Set<RequestId>();
-  private readonly waiting: (() => void)[] = [];
 
   constructor(sessionId: string) {
     this.sessionId = sessionId;
@@ -64,32 +52,12 @@ class SseConnectionTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the SSE connection is closed'));
     this.write('message', JSON.stringify(message));
-    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) this.answer(message.id);
     return Promise.resolve();
-  }
-
-  /** Hands the server a message of the client's; a request counts as unanswered until its answer is written. */
-  receive(message: JSONRPCMessage): void {
-    if (isJSONRPCRequest(message)) this.unanswered.add(message.id);
-    this.onmessage?.(message);
-  }
-
-  /** Resolves once every request of the client has its answer on the stream (or the stream has closed). */
-  answered(): Promise<void> {
-    if (this.unanswered.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  private answer(id: RequestId | undefined): void {
-    if (id !== undefined) this.unanswered.delete(id);
-    if (this.unanswered.size === 0) for (const resolve of this.waiting.splice(0)) resolve();
   }
 
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
-    this.unanswered.clear();
-    this.answer(undefined);
     try {
       this.controller?.close();
     } catch {
@@ -108,8 +76,6 @@ export interface LegacySseEndpoints {
   post(request: Request, principal: Principal, body?: string): Promise<Response>;
   /** Sends `notifications/tools/list_changed` and `notifications/resources/list_changed` on every open stream. */
   listsChanged(): void;
-  /** Resolves once every request posted so far has its answer on its stream (or its stream has closed). */
-  answered(): Promise<void>;
   /** Closes every open stream. */
   close(): Promise<void>;
 }
@@ -122,6 +88,8 @@ export interface LegacySseOptions {
   onerror?: (error: Error) => void;
 }
 
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' };
+
 const plain = (status: number, text: string): Response => new Response(text, { status, headers: { 'content-type': 'text/plain; charset=utf-8' } });
 
 /** Builds the legacy HTTP+SSE endpoints (MCP 2024-11-05), for clients that predate Streamable HTTP. */
@@ -131,6 +99,8 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
 
   return {
     async open(request, origin) {
+      // A HEAD gets the stream's headers alone: no session is opened for an answer whose body is dropped.
+      if (request.method === 'HEAD') return new Response(null, { headers: SSE_HEADERS });
       const transport = new SseConnectionTransport(randomUUID());
       // A turn asked for on this stream is charged to whoever opened it (the same client).
       const server = options.factory(origin, transport.sessionId);
@@ -158,7 +128,7 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
       connections.set(transport.sessionId, { transport, server, owner: principalKey(origin.principal) });
       request.signal.addEventListener('abort', () => void transport.close(), { once: true });
       transport.write('endpoint', `${options.messagesPath}?sessionId=${encodeURIComponent(transport.sessionId)}`);
-      return new Response(stream, { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' } });
+      return new Response(stream, { headers: SSE_HEADERS });
     },
 
     async post(request, principal, body) {
@@ -177,7 +147,7 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
         options.onerror?.(error instanceof Error ? error : new Error(String(error)));
         return plain(400, 'the body is not a JSON-RPC message');
       }
-      connection.transport.receive(message);
+      connection.transport.onmessage?.(message);
       return plain(202, 'Accepted');
     },
 
@@ -188,8 +158,6 @@ export function createLegacySseEndpoints(options: LegacySseOptions): LegacySseEn
         void server.sendResourceListChanged().catch(report);
       }
     },
-
-    answered: () => Promise.all([...connections.values()].map(({ transport }) => transport.answered())).then(() => undefined),
 
     async close() {
       await Promise.all([...connections.values()].map(({ transport }) => transport.close()));

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type Server, WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/server';
 import { type Principal, principalKey } from '../../access/index.ts';
 import type { Clock } from '../../contracts/index.ts';
-import { type AgentDirectory, mcpThread } from './agent-tools.ts';
+import { isEventStream } from '../../wire/index.ts';
+import { type AgentDirectory, mcpThread, wrapCalls } from './agent-tools.ts';
 import { createLoomMcpServer } from './create-loom-mcp-server.ts';
 import { createMcpSessionEventStore, type McpSessionEventLimits } from './mcp-session-event-store.ts';
 import { authInfoOf, type McpRequestOrigin } from './mcp-principal.ts';
@@ -78,7 +79,7 @@ const jsonRpcError = (status: number, code: number, message: string): Response =
 export const sessionNotFound = (): Response => jsonRpcError(404, -32001, 'Session not found');
 
 /** `body` with `onEnd` called once when it ends, fails or is cancelled (the client went away). */
-export function watchBody(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+function watchBody(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
   const end = (): void => {
@@ -154,33 +155,23 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
   };
 
   /** A directory that counts the session's running calls, so a session waiting for a turn is never idle. */
-  const trackedDirectory = (session: () => Session | undefined): AgentDirectory => {
-    const track = async <T>(work: () => Promise<T>): Promise<T> => {
+  const trackedDirectory = (session: () => Session | undefined): AgentDirectory =>
+    wrapCalls(options.directory, async (signal, call) => {
       const current = session();
       if (current !== undefined) current.running += 1;
       try {
-        return await work();
+        return await call(signal);
       } finally {
         if (current !== undefined) {
           current.running -= 1;
           current.lastActive = clock.now();
         }
       }
-    };
-    const { directory } = options;
-    const callTool = directory.callTool?.bind(directory);
-    return {
-      ...directory,
-      send: (agentName, message, principal, signal, thread) => track(() => directory.send(agentName, message, principal, signal, thread)),
-      ...(callTool === undefined
-        ? {}
-        : { callTool: (name: string, input: unknown, principal: Principal, signal: AbortSignal) => track(() => callTool(name, input, principal, signal)) }),
-    };
-  };
+    });
 
   /** `response` with its SSE body counted among `session`'s open streams until it ends. */
   const watched = (session: Session, response: Response): Response => {
-    if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return response;
+    if (response.body === null || !isEventStream(response)) return response;
     session.streams += 1;
     const body = watchBody(response.body, () => {
       session.streams -= 1;
