@@ -50,12 +50,26 @@ export interface ApiClient {
 }
 
 /**
+ * What a client reads of a route, and all the dashboard's bundle holds of the table
+ * (web/vite.config.ts builds it with {@link wireRoute}): its method, its path, its answer's media.
+ * `pathOf` and `apiClient` take routes as this type, so that reading more fails the type check.
+ */
+export interface WireRoute {
+  method: ApiRoute['method'];
+  path: ApiRoute['path'];
+  answer: { content: ApiRoute['answer']['content'] };
+}
+
+/** `route` as a client reads it: the fields of {@link WireRoute}, nothing more. */
+export const wireRoute = (route: WireRoute): WireRoute => ({ method: route.method, path: route.path, answer: { content: route.answer.content } });
+
+/**
  * The path of a request of `route`: each `{name}` replaced by its parameter (URL-encoded), and the
  * query's defined entries after `?`.
  * @throws {Error} when a path parameter is missing.
  */
 export function pathOf(
-  route: Pick<ApiRoute, 'path'>,
+  route: Pick<WireRoute, 'path'>,
   params: Readonly<Record<string, string>> = {},
   query: Readonly<Record<string, string | number | undefined>> = {},
 ): string {
@@ -83,9 +97,19 @@ interface AnyInput {
   signal?: AbortSignal;
 }
 
+/** The view in `response`, a success of `route`: a text for a text or YAML answer, undefined for none. */
+async function answerOf(route: WireRoute, response: Response): Promise<unknown> {
+  const { content } = route.answer;
+  if (response.status === 204 || content === 'none') {
+    await response.body?.cancel();
+    return undefined;
+  }
+  return content === 'text' || content === 'yaml' ? await response.text() : await response.json();
+}
+
 /** A client that sends each request through `transport`. */
 export function apiClient(transport: ApiTransport): ApiClient {
-  const open = async (route: ApiRoute, input: AnyInput = {}): Promise<Response> => {
+  const open = async (route: WireRoute, input: AnyInput = {}): Promise<Response> => {
     const { params, query, body, text, headers = {}, signal } = input;
     const sent = text ?? (body === undefined ? undefined : { content: JSON.stringify(body), type: 'application/json' });
     const response = await transport.fetch(pathOf(route, params, query), {
@@ -99,14 +123,7 @@ export function apiClient(transport: ApiTransport): ApiClient {
   };
   return {
     open: (route, ...args) => open(route, args[0] as AnyInput | undefined),
-    async call<R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(route: R, ...args: CallArgs<R>): Promise<T> {
-      const response = await open(route, args[0] as AnyInput | undefined);
-      const { content } = route.answer;
-      if (response.status === 204 || content === 'none') {
-        await response.body?.cancel();
-        return undefined as T;
-      }
-      return (content === 'text' || content === 'yaml' ? await response.text() : await response.json()) as T;
-    },
+    call: async <R extends ApiRoute, T extends AnswerOf<R> = AnswerOf<R>>(route: R, ...args: CallArgs<R>): Promise<T> =>
+      (await answerOf(route, await open(route, args[0] as AnyInput | undefined))) as T,
   };
 }

@@ -6,8 +6,8 @@
  * of its bundle.
  */
 export * from './views.ts';
-export { apiClient, isEventStream, pathOf } from './api-client.ts';
-export type { ApiClient, ApiRequestInit, CallArgs, CallInput } from './api-client.ts';
+export { apiClient, isEventStream, pathOf, wireRoute } from './api-client.ts';
+export type { ApiClient, ApiRequestInit, CallArgs, CallInput, WireRoute } from './api-client.ts';
 export {
   ApprovalDecisionBodySchema,
   ApprovalsQuerySchema,
