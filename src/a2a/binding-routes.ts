@@ -11,6 +11,7 @@ import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import type { Hono } from 'hono';
 import { safeDecodeUriComponent, trimTrailingSlashes } from '../validation/index.ts';
+import { answeredMethod } from '../wire/index.ts';
 import { unknownAgent } from './a2a-access.ts';
 import { type A2aRouteContext, slashed } from './a2a-route-context.ts';
 import { DEFAULT_MAX_REQUEST_BYTES } from './a2a-server-options.ts';
@@ -124,7 +125,7 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
       };
       const answer = await answerRestRequest(handler, { method, path, query: c.req.query(), body, context: callContext });
       // Named by the whole path the client asked for, the agent's part with it.
-      return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${c.req.method} ${c.req.path}` } }, 404);
+      return answer ?? c.json({ error: { code: 404, status: 'NOT_FOUND', message: `no A2A route ${answeredMethod(c.req.method)} ${c.req.path}` } }, 404);
     } catch (error) {
       return restErrorResponse(error);
     }

@@ -39,7 +39,7 @@ import type { LoomMetrics } from '../telemetry/index.ts';
 import { withRemoteParent } from '../telemetry/spans.ts';
 import { jsonTextDepth, MAX_JSON_DEPTH, safeDecodeUriComponent, tooDeepMessage, trimTrailingSlashes } from '../validation/index.ts';
 import { HttpRequestError, toErrorResponse } from '../errors/index.ts';
-import { isEventStream, type McpServerView } from '../wire/index.ts';
+import { answeredMethod, isEventStream, type McpServerView } from '../wire/index.ts';
 
 /** What the HTTP API is built from. It reads no globals: the environment is passed in. */
 export interface HttpAppOptions {
@@ -118,12 +118,6 @@ export const MCP_CALLS_DRAIN_MS = 1500;
 function writtenOut(responses: ReadonlySet<ServerResponse>): Promise<void> {
   return Promise.all([...responses].map((response) => new Promise((resolve) => response.once('close', resolve)))).then(() => undefined);
 }
-
-/**
- * The method whose answer `c` gets: a HEAD gets its GET's, so a message naming the method names
- * GET (a HEAD states the Content-Length its GET has, RFC 9110 §8.6).
- */
-const methodAnswered = (c: Context): string => (c.req.method === 'HEAD' ? 'GET' : c.req.method);
 
 /** Builds a value on first use, once (concurrent first uses share the build). */
 function once<T>(build: () => Promise<T>): () => Promise<T> {
@@ -278,7 +272,7 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
    */
   const a2aNotFound = (c: Context): Response => {
     const { path } = c.req;
-    const method = methodAnswered(c);
+    const method = answeredMethod(c.req.method);
     const plain = plainPath(path);
     // Only a slash escaped or doubled: another escape (`%3A`, `%25`) is a path written as it should be.
     const fix =
@@ -292,7 +286,10 @@ export function createHttpApp(options: HttpAppOptions): HttpApp {
     // The listen path spelled with percent-escapes or doubled slashes (`/a2a%2Fx`, `//a2a/x`) reaches no A2A route, but is A2A's 404.
     namesA2aPath(c.req.path)
       ? a2aNotFound(c)
-      : respond(c, new HttpRequestError('ROUTE_NOT_FOUND', `no route ${methodAnswered(c)} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`)),
+      : respond(
+          c,
+          new HttpRequestError('ROUTE_NOT_FOUND', `no route ${answeredMethod(c.req.method)} ${c.req.path}; the API lives under /api (e.g. GET /api/agents)`),
+        ),
   );
 
   // A caller's W3C `traceparent` makes the spans of its request (a turn's) children of its span.

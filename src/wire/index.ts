@@ -6,7 +6,7 @@
  * of its bundle.
  */
 export * from './views.ts';
-export { apiClient, isEventStream, pathOf, wireRoute } from './api-client.ts';
+export { answeredMethod, apiClient, isEventStream, pathOf, wireRoute } from './api-client.ts';
 export type { ApiClient, ApiRequestInit, CallArgs, CallInput, WireRoute } from './api-client.ts';
 export {
   ApprovalDecisionBodySchema,
