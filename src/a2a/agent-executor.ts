@@ -465,8 +465,8 @@ export class LoomAgentExecutor implements AgentExecutor {
    * Cancels the turns of `task` that run here, as the caller of `context` (its request's): the
    * kernel judges whether it may and names it (`CallerKernel.cancelKeyedTurn`: an owner any task's
    * turn, any other key its own), each turn ends saying who cancelled it, and the task is saved
-   * canceled before this resolves, whoever reads its events (none, once its streaming client left),
-   * then published to those who do. Resolves false when no turn of the task runs here, or the
+   * canceled before this resolves, whoever reads its events (none once it waited for an approval:
+   * the SDK stops reading them at `input-required`), then published to those who do. Resolves false when no turn of the task runs here, or the
    * request has no Loom caller (the SDK's cancel goes on as it does).
    * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled.
    */

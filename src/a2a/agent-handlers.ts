@@ -80,16 +80,17 @@ export class AgentHandlers {
         kernel: parts.kernel,
         agent: name,
         logger: parts.logger,
-        store: parts.store,
+        store: parts.store.ofAgent(name),
         observe: notifier === undefined ? undefined : (event) => notifier.observe(name, event),
       });
       this.#executors.set(name, executor);
     }
     const handler = new CheckedRequestHandler({
       card: parts.cardOf(agent, origin, keyed),
-      store: parts.store,
+      // A task is reached through its own agent's endpoints only (decision 0045).
+      store: parts.store.ofAgent(name),
       executor,
-      executorOf: (agent) => this.#executors.get(agent),
+      logger: parts.logger,
       maxBytes: parts.maxMessageBytes,
       pushConfigs: parts.pushConfigs,
       follow: (task, context) => this.#followElsewhere(name, task, context),

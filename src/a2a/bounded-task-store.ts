@@ -216,29 +216,48 @@ export class BoundedTaskStore implements TaskStore {
 
   /**
    * The task, or undefined when it is unknown or the context's caller may not see it
-   * (`isTaskVisible`). Once the store closed while the daemon stops (see `stopping`), the task as
-   * this process last wrote it (the executor's last update of a task its turn's end
-   * canceled reads it); the store's failure is thrown for any other task (not known missing).
+   * (`isTaskVisible`), or `agent` is given and the task is another agent's. Once the store closed
+   * while the daemon stops (see `stopping`), the task as this process last wrote it (the executor's
+   * last update of a task its turn's end canceled reads it); the store's failure is thrown for any
+   * other task (not known missing).
    */
-  async load(taskId: string, context?: ServerCallContext): Promise<Task | undefined> {
+  async load(taskId: string, context?: ServerCallContext, agent?: string): Promise<Task | undefined> {
     let task: Task | undefined;
+    let owner: unknown;
     try {
       const record = await this.#repository.get(taskId);
       task = record === undefined ? undefined : Task.fromJSON(record.task);
+      owner = record?.agent;
     } catch (error) {
       const written = this.#written.get(taskId);
       if (!this.#closedAtStop(error) || written === undefined) throw error;
       task = Task.fromJSON(written);
+      owner = task.metadata?.['loomAgent'];
     }
-    return task !== undefined && isTaskVisible(task, callerOfContext(context)) ? task : undefined;
+    if (task === undefined || (agent !== undefined && owner !== agent)) return undefined;
+    return isTaskVisible(task, callerOfContext(context)) ? task : undefined;
   }
 
-  /** A page of the tasks the context's caller may see, newest first. */
-  async list(params: ListTasksRequest, context?: ServerCallContext): Promise<ListTasksResponse> {
+  /**
+   * The store as the A2A endpoints of `agent` see it (`/a2a/{agent}/…`): a task is reached through
+   * its own agent's endpoints only, another agent's is unknown there (loaded as none, listed by
+   * none), whatever the request (a get, a message, a cancel, a subscription, a push config).
+   */
+  ofAgent(agent: string): TaskStore {
+    return {
+      save: (task, context) => this.save(task, context),
+      load: (taskId, context) => this.load(taskId, context, agent),
+      list: (params, context) => this.list(params, context, agent),
+    };
+  }
+
+  /** A page of the tasks the context's caller may see (of `agent` only, when given), newest first. */
+  async list(params: ListTasksRequest, context?: ServerCallContext, agent?: string): Promise<ListTasksResponse> {
     const pageSize = params.pageSize ?? 50;
     const offset = params.pageToken === '' ? 0 : Math.max(0, Number.parseInt(params.pageToken, 10) || 0);
     const updatedAfter = params.statusTimestampAfter === undefined ? undefined : Date.parse(params.statusTimestampAfter);
     const query = {
+      ...(agent === undefined ? {} : { agent }),
       ...(params.contextId === '' ? {} : { contextId: params.contextId }),
       ...(params.status === TaskState.TASK_STATE_UNSPECIFIED ? {} : { state: taskStateToJSON(params.status) }),
       ...(updatedAfter === undefined || Number.isNaN(updatedAfter) ? {} : { updatedAfter }),

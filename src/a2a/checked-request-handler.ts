@@ -1,7 +1,9 @@
 import type { AgentCard, CancelTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import type { Logger } from '../contracts/index.ts';
 import { AccessDeniedError } from '../errors/index.ts';
+import { PushQueue } from '../kernel/index.ts';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
 import { chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
@@ -16,13 +18,10 @@ const EXECUTOR_DISPATCHES: PushNotificationSender = { send: () => Promise.resolv
 /** What {@link CheckedRequestHandler} is built from. */
 export interface CheckedRequestHandlerOptions {
   card: AgentCard;
+  /** The tasks of the agent whose endpoints these are: another agent's task is unknown here (`BoundedTaskStore.ofAgent`). */
   store: TaskStore;
   executor: LoomAgentExecutor;
-  /**
-   * The executor of the agent named so, if one was built: a task is cancelled through its own
-   * agent's, whichever agent's endpoint the cancel came to (as any of them reads it).
-   */
-  executorOf: (agent: string) => LoomAgentExecutor | undefined;
+  logger: Logger;
   /** Largest message text accepted, in UTF-8 bytes. */
   maxBytes: number;
   /** Where push-notification configs are kept (needed when the card advertises push notifications). */
@@ -45,14 +44,16 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
   readonly #follow: CheckedRequestHandlerOptions['follow'];
   readonly #store: TaskStore;
-  readonly #executorOf: CheckedRequestHandlerOptions['executorOf'];
+  readonly #executor: LoomAgentExecutor;
+  readonly #logger: Logger;
 
   constructor(options: CheckedRequestHandlerOptions) {
     super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
     this.#maxBytes = options.maxBytes;
     this.#follow = options.follow;
     this.#store = options.store;
-    this.#executorOf = options.executorOf;
+    this.#executor = options.executor;
+    this.#logger = options.logger;
   }
 
   #check(params: SendMessageRequest): void {
@@ -72,10 +73,19 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
     return super.sendMessage(params, context);
   }
 
+  /**
+   * The SDK saves a streamed task's events in the store as its stream reads them, and stops reading
+   * when the stream's client leaves: the task's end (its state, its reply) would never be saved, and
+   * GetTask would read it `working` for good. The SDK's stream is read to its end here whether or not
+   * the client reads on (A2A: a task's lifecycle is independent of any stream's), in order, so the
+   * SDK saves every event; the client is given them as they come, until it leaves.
+   */
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
     this.#check(params);
     chargeTurnOfContext(context);
-    yield* super.sendMessageStream(params, context);
+    const lost = (error: unknown): void =>
+      this.#logger.warn({ err: error, messageId: params.message?.messageId }, 'A2A streamed task not saved after its client left');
+    yield* readToEnd(super.sendMessageStream(params, context), lost);
   }
 
   /**
@@ -85,14 +95,14 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
    * miss the task's end. The turns of a task the canceller sees, running here, are cancelled first,
    * as the kernel lets the canceller (naming them), and the task saved canceled (`cancelTurns`); then
    * the SDK answers the task as it is (a task no turn runs here, it marks canceled itself). A cancel
-   * the kernel refuses is answered `TaskNotCancelable`, saying why, and cancels nothing.
+   * the kernel refuses is answered `TaskNotCancelable`, saying why, and cancels nothing. A task of
+   * another agent is unknown here, as to every request to this agent's endpoints.
    */
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     const task = await this.#store.load(params.id, context);
-    const agent: unknown = task?.metadata?.['loomAgent'];
-    if (task !== undefined && !isTerminalState(task.status?.state) && typeof agent === 'string') {
+    if (task !== undefined && !isTerminalState(task.status?.state)) {
       try {
-        await this.#executorOf(agent)?.cancelTurns(task, context);
+        await this.#executor.cancelTurns(task, context);
       } catch (error) {
         if (error instanceof AccessDeniedError) throw new TaskNotCancelableError(`Task not cancelable: ${params.id}: ${error.message}`);
         throw error;
@@ -116,5 +126,33 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
     }
     if (count !== 1 || first === undefined || this.#follow === undefined) return;
     for await (const task of this.#follow(first, context)) yield { payload: { $case: 'task', value: task } };
+  }
+}
+
+/**
+ * The events of `events`, read to their end whether or not the returned stream is (its reader may
+ * stop at any time: what comes after is read and dropped); a failure met once it stopped goes to
+ * `lost`.
+ */
+async function* readToEnd<T>(events: AsyncIterable<T>, lost: (error: unknown) => void): AsyncGenerator<T> {
+  const queue = new PushQueue<{ event: T } | { error: unknown }>();
+  let reading = true;
+  void (async () => {
+    try {
+      for await (const event of events) if (reading) queue.push({ event });
+    } catch (error) {
+      if (reading) queue.push({ error });
+      else lost(error);
+    } finally {
+      queue.close();
+    }
+  })();
+  try {
+    for await (const item of queue) {
+      if ('error' in item) throw item.error;
+      yield item.event;
+    }
+  } finally {
+    reading = false;
   }
 }

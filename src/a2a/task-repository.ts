@@ -43,6 +43,7 @@ export class InMemoryA2aTaskRepository implements A2aTaskRepository {
     const matching = [...this.#tasks.values()]
       .filter(
         (record) =>
+          (query.agent === undefined || record.agent === query.agent) &&
           (query.contextId === undefined || record.contextId === query.contextId) &&
           (query.state === undefined || record.state === query.state) &&
           (query.updatedAfter === undefined || record.updatedAt >= query.updatedAfter),

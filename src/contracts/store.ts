@@ -384,6 +384,8 @@ export interface TaskRecord {
 
 /** A query over stored tasks, newest first. */
 export interface TaskQuery {
+  /** Only the tasks of this agent. */
+  agent?: string;
   contextId?: string;
   state?: string;
   /** Only tasks updated at or after this time (ms). */

@@ -4,6 +4,7 @@ export type { AgentLifecycleHook } from './agent-lifecycle-hook.ts';
 export { OWNER } from './agent-runtime.ts';
 export { ApprovalService } from './approval-service.ts';
 export { createLineup } from './one-at-a-time.ts';
+export { PushQueue } from './push-queue.ts';
 export type { ApprovalEvent } from './approval-requests.ts';
 export type { AgentRuntime, Caller } from './agent-runtime.ts';
 export { callerOf, principalOfCaller, reachesAgent, refusalOf } from './authority.ts';

@@ -146,14 +146,23 @@ describe('an A2A task cancelled with API keys, live', () => {
     expect((await turnEnds(harness, 'helper-slow', 2)).map((record) => record.type)).toEqual(['turn-finish', 'turn-cancel']);
   });
 
-  it("cancels the task's turn through another agent's endpoint, as its own agent's", async () => {
+  it("refuses a cancel through another agent's endpoint as of an unknown task, the owner's too: its turn goes on", async () => {
     const harness = first as A2aHarness;
     const task = await helperTask(harness);
     await harness.host.kernel.spawn(manifest(agentToml('helper-other', model.url)));
-    expect(await cancelAs('admin-secret', harness, 'helper-other', task.id)).toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
+    for (const key of ['admin-secret', 'helper-secret']) {
+      const refused = await cancelAs(key, harness, 'helper-other', task.id);
+      expect({ key, refused: refused instanceof Error ? refused.message : refused }).toEqual({
+        key,
+        refused: expect.stringContaining('Task not found') as string,
+      });
+    }
+    expect(harness.host.kernel.turnCounts().running).toBe(1);
+    expect(await harness.host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel'] })).toEqual([]);
+    // Through its own agent's endpoint it is cancelled as any.
+    expect(await cancelAs('admin-secret', harness, 'helper-slow', task.id)).toMatchObject({ status: { state: TaskState.TASK_STATE_CANCELED } });
     const [ended] = await turnEnds(harness, 'helper-slow');
     expect(ended).toMatchObject({ type: 'turn-cancel', data: { via: 'user:helper-bot', message: expect.stringContaining('cancelled by "admin"') as string } });
-    await waitFor('no turn to run', () => harness.host.kernel.turnCounts().running === 0);
   });
 
   it('cancels both turns of a task sent a second message while its first waits for an approval', async () => {

@@ -21,6 +21,8 @@ export interface A2aHarness {
   repository: A2aTaskRepository;
   server: RunningHttpServer;
   request(path: string, init?: RequestInit): Promise<Response>;
+  /** How many requests' clients have left before their answer ended (as the server heard it: their connection closed). */
+  clientsLeft(): number;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,12 @@ export async function startA2a(
     ...(options.callerOf === undefined ? {} : { callerOf: options.callerOf }),
   });
   const app = new Hono();
+  let left = 0;
+  app.use('*', async (c, next) => {
+    // Aborted when the connection closes before the answer ended, whoever answers it (the SDK's 0.3 router too).
+    c.req.raw.signal.addEventListener('abort', () => (left += 1), { once: true });
+    await next();
+  });
   app.route('/', a2a.publicRoutes);
   app.route('/', a2a.routes);
   const server = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
@@ -73,6 +81,7 @@ export async function startA2a(
     repository,
     server,
     request: (path, init) => fetch(`${server.url}${path}`, init),
+    clientsLeft: () => left,
     close: async () => {
       a2a.close();
       await server.close();

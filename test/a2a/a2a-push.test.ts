@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import { type Message, Role, type SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
+import { type Message, Role, type SendMessageRequest, type StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { parseLegacyAgentCard } from '@a2a-js/sdk/compat/v0_3/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -211,6 +211,32 @@ describe.each(modes)('push notifications over %s (A2A %s)', (transport, version)
       data: { name: 'echo', taskId, url: receiver.url, attempts: 1, status: 200 },
     });
     expect(JSON.stringify(delivered)).not.toContain('secret-token');
+  });
+
+  it('goes on to the end of a task whose streaming client left mid-turn: GetTask reads it completed with its reply said once, and its webhook is told', async () => {
+    api = await startA2a(dir.path, { config: LOOPBACK_WEBHOOKS });
+    await api.host.kernel.spawn(manifest(agentToml('teller', model.url)));
+    // The reply's text is streamed, then the turn waits: the client leaves meanwhile.
+    let finish: () => void = () => undefined;
+    model.script([{ text: 'Once upon a time, the end.', stall: new Promise<void>((resolve) => (finish = resolve)) }]);
+    const client = await clientOf(api, 'teller', transport, version);
+    const stream = client.sendMessageStream(send('Tell me a story', { url: receiver.url, token: 'left' }));
+    const first = (await stream.next()).value as StreamResponse;
+    const taskId = first.payload?.$case === 'task' ? first.payload.value.id : '';
+    for (let next = await stream.next(); next.done !== true && next.value.payload?.$case !== 'artifactUpdate'; next = await stream.next());
+    await stream.return(undefined);
+    await waitFor('the server to hear the client leave', () => api?.clientsLeft() === 1);
+    finish();
+    const done = await waitFor('the task to end', async () => {
+      const task = await client.getTask({ tenant: '', id: taskId, historyLength: undefined });
+      return task.status?.state === TaskState.TASK_STATE_WORKING ? undefined : task;
+    });
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(done.artifacts.flatMap((artifact) => artifact.parts.map((part) => (part.content?.$case === 'text' ? part.content.value : '')))).toEqual([
+      'Once upon a time, the end.',
+    ]);
+    await receiver.until(reached(completed));
+    expect(JSON.stringify(receiver.received.at(-1)?.body)).toContain(version === '1.0' ? taskId : 'Once upon a time, the end.');
   });
 });
 

@@ -188,8 +188,9 @@ describe.each([
     const stream = client.sendMessageStream(send('Tell me a long story'));
     const first = (await stream.next()).value as StreamResponse;
     const id = first.payload?.$case === 'task' ? first.payload.value.id : '';
-    // The client goes away; the server's stream, waiting, hears it with the next event, and saves that one still.
+    // The client goes away, and the server hears it: the task's events are saved all the same.
     await stream.return(undefined);
+    await waitFor('the server to hear the client leave', () => api.clientsLeft() === 1);
     answer();
     await waitFor('the text said after the client left', async () => replyOf(await client.getTask({ tenant: '', id, historyLength: undefined })) !== '');
     // Nobody reads the task's events any more: its cancel is saved all the same.
@@ -201,6 +202,57 @@ describe.each([
       return records.length > 0 ? records : undefined;
     });
     expect(ended).toMatchObject({ type: 'turn-cancel', data: { message: expect.stringContaining('cancelled by the owner') as string } });
+  });
+
+  it("answers another agent's task as unknown (TaskNotFound) to every request through this agent's endpoint, running no turn of it", async () => {
+    await api.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+    await api.host.kernel.spawn(manifest(agentToml('other', model.url)));
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const own = await clientFor('slow', transport, version);
+    const returnImmediately = { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: true };
+    const task = (await own.sendMessage({ ...send('Tell me a long story'), configuration: returnImmediately })) as { id: string; contextId: string };
+    await waitFor('the model call', () => model.requests.length === 1);
+    const other = await clientFor('other', transport, version);
+    const again = userMessage('And then?');
+    const toTask = { ...send(''), message: { ...again, taskId: task.id, contextId: task.contextId } };
+    const requests: Record<string, () => Promise<unknown>> = {
+      get: () => other.getTask({ tenant: '', id: task.id, historyLength: undefined }),
+      send: () => other.sendMessage(toTask),
+      stream: async () => (await other.sendMessageStream(toTask).next()).value,
+      cancel: () => other.cancelTask({ tenant: '', id: task.id, metadata: {} }),
+      subscribe: async () => (await other.resubscribeTask({ tenant: '', id: task.id }).next()).value,
+      push: () =>
+        other.createTaskPushNotificationConfig({
+          tenant: '',
+          id: '',
+          taskId: task.id,
+          url: 'https://hooks.example.com/a2a',
+          token: 't',
+          authentication: undefined,
+        }),
+    };
+    for (const [request, ask] of Object.entries(requests)) {
+      const error = await ask().then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect({ request, error: String(error) }).toEqual({ request, error: expect.stringMatching(/task not found/i) as string });
+    }
+    if (version === '1.0') {
+      const listed = await other.listTasks({
+        tenant: '',
+        contextId: '',
+        status: TaskState.TASK_STATE_UNSPECIFIED,
+        pageToken: '',
+        statusTimestampAfter: undefined,
+      });
+      expect(listed.tasks.map((each) => each.id)).not.toContain(task.id);
+    }
+    // Nothing ran for it, and its own agent's endpoint reads it running still.
+    expect(model.requests).toHaveLength(1);
+    expect(api.host.kernel.turnCounts()).toMatchObject({ running: 1, queued: 0 });
+    expect(await api.host.kernel.audit({ agent: 'slow', types: ['turn-cancel'] })).toEqual([]);
+    expect((await own.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
   });
 
   it('cancels a task whose agent is suspended during its turn, and fails one sent to it suspended, each saying why', async () => {

@@ -74,6 +74,7 @@ export class SqlTaskRepository implements TaskRepository {
 
   list(query: TaskQuery): Promise<{ records: TaskRecord[]; total: number }> {
     const conditions: Sql[] = [];
+    if (query.agent !== undefined) conditions.push(sql`agent = ${query.agent}`);
     if (query.contextId !== undefined) conditions.push(sql`context_id = ${query.contextId}`);
     if (query.state !== undefined) conditions.push(sql`state = ${query.state}`);
     if (query.updatedAfter !== undefined) conditions.push(sql`updated_at >= ${query.updatedAfter}`);

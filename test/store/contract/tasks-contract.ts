@@ -50,7 +50,7 @@ export function describeTasksContract(context: StoreContext): void {
       await tasks.put(task('a', { updatedAt: 1_000 }));
       await tasks.put(task('b', { updatedAt: 3_000, contextId: 'ctx-2' }));
       await tasks.put(task('c', { updatedAt: 2_000, state: 'TASK_STATE_COMPLETED', finished: true }));
-      await tasks.put(task('d', { updatedAt: 2_000 }));
+      await tasks.put(task('d', { updatedAt: 2_000, agent: 'other' }));
       const ids = async (query: Partial<Parameters<typeof tasks.list>[0]>): Promise<{ ids: string[]; total: number }> => {
         const { records, total } = await tasks.list({ limit: 10, offset: 0, ...query });
         return { ids: records.map((record) => record.id), total };
@@ -62,6 +62,8 @@ export function describeTasksContract(context: StoreContext): void {
       expect(await ids({ contextId: 'ctx-1' })).toEqual({ ids: ['d', 'c', 'a'], total: 3 });
       expect(await ids({ state: 'TASK_STATE_COMPLETED' })).toEqual({ ids: ['c'], total: 1 });
       expect(await ids({ contextId: 'ctx-1', updatedAfter: 2_000 })).toEqual({ ids: ['d', 'c'], total: 2 });
+      expect(await ids({ agent: 'helper' })).toEqual({ ids: ['b', 'c', 'a'], total: 3 });
+      expect(await ids({ agent: 'other', contextId: 'ctx-1' })).toEqual({ ids: ['d'], total: 1 });
     });
   });
 }
