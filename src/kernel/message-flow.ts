@@ -148,11 +148,19 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // A budget that stopped the turn ended it as a cancel would: what it said is kept.
       const status = signal.aborted || isBudgetRefusal(error) ? 'cancelled' : 'failed';
       live.end(status, errorEvent(error));
-      // A turn that ended without its commit (refused when it left the queue) closes its journal here.
+      // A turn that ended without its commit (refused when it left the queue, or its commit failed) closes its journal here.
       if (journal !== undefined && journal.closed !== true && journal.pending === undefined) {
-        await store.turns
+        const closed = await store.turns
           .finish({ turnId: journal.turnId, outcome: { status, reason: error instanceof Error ? error.message : String(error) } }, clock.now())
-          .catch((closeError: unknown) => flowLogger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn'));
+          .then(
+            () => true,
+            (closeError: unknown) => {
+              flowLogger.warn({ err: closeError, turnId: journal.turnId }, 'could not close the journal of a turn');
+              return false;
+            },
+          );
+        // A commit that failed left its usage to write once no node can resume the turn (decision 0040).
+        await journal.unwritten?.(closed);
       }
       throw error;
     } finally {

@@ -122,8 +122,9 @@ export class TurnCommits {
    * counted each call against the quota as it was made). `model` answered the turn; null leaves it to the trace (its last model).
    * `options.wellFormed` leading messages of `session` are known to make a well-formed history. A
    * finished turn gives its `options.result`: the turn's audit record (see `TurnSeal`) commits with it.
-   * The turn's `spend` ends with the commit, written or not: a commit refused because another node
-   * took the turn over leaves its usage to that node's commit (decision 0040).
+   * The turn's `spend` ends with the commit when it is written, or refused because another node
+   * took the turn over (that node's commit writes its calls); a commit that failed leaves its usage
+   * to write alone (see `#failed`, decision 0040).
    * @throws {AgentStateError} when the agent was killed meanwhile: the usage is recorded alone.
    */
   async commit(
@@ -134,11 +135,37 @@ export class TurnCommits {
     model: string | null,
     options: CommitOptions = {},
   ): Promise<UsageRecord[]> {
+    let unwritten: readonly UsageRecord[] | undefined;
     try {
-      return await this.#commit(turn, session, calls, ending, model, options);
+      return await this.#commit(turn, session, calls, ending, model, options, (usage) => (unwritten = usage));
     } finally {
-      turn.spend.end();
+      if (unwritten === undefined) turn.spend.end();
+      else await this.#failed(turn, unwritten);
     }
+  }
+
+  /**
+   * A commit that failed (the database down, a connection lost) wrote nothing: not `usage` either.
+   * A turn whose journal was written has it closed by the message flow (`JournalPlace.unwritten`):
+   * closed, no node resumes the turn, and this one writes its usage alone; left running, the node
+   * that takes it over writes the calls the journal holds. A turn without a journal written has its
+   * usage written alone at once. What could not be written stays counted in this node's accounts.
+   */
+  async #failed(turn: OpenTurn, usage: readonly UsageRecord[]): Promise<void> {
+    const { journal } = turn.place;
+    const write = async (): Promise<void> => {
+      try {
+        await this.#recordAlone(usage, turn.spend);
+        turn.spend.end();
+      } catch (error) {
+        turn.logger.warn({ err: error }, 'could not write the usage of a turn whose commit failed: it stays counted on this node');
+      }
+    };
+    if (journal === undefined || journal.pending !== undefined) return write();
+    journal.unwritten = async (closed) => {
+      if (closed) await write();
+      else turn.spend.end();
+    };
   }
 
   async #commit(
@@ -148,6 +175,7 @@ export class TurnCommits {
     ending: TurnEnding,
     model: string | null,
     options: CommitOptions,
+    failed: (usage: readonly UsageRecord[]) => void,
   ): Promise<UsageRecord[]> {
     const { entry, place, userMessage } = turn;
     const usage = this.price(turn.runtime, entry, calls, turn.logger);
@@ -186,8 +214,10 @@ export class TurnCommits {
           (found) => found === undefined,
           () => false,
         ));
-      if (!gone) throw error;
-      return this.#killedWith(entry, usage, error);
+      if (gone) return this.#killedWith(entry, usage, error);
+      // Refused because another node took the turn over: that node writes its calls (decision 0040).
+      if (!isLoomError(error) || error.code !== 'TURN_TAKEN_OVER') failed(usage);
+      throw error;
     }
     this.#logged(usage);
     if (journal !== undefined) journal.closed = true;

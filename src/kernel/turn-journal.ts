@@ -107,6 +107,12 @@ export interface JournalPlace {
   pending?: () => TurnJournalOpen;
   closed?: boolean;
   /**
+   * Set by a commit that failed (not refused): told whether the message flow then closed the
+   * journal (`closed`: this node writes the turn's usage alone) or could not (the node that takes
+   * the turn over writes its calls). See `TurnCommits.commit`.
+   */
+  unwritten?: (closed: boolean) => Promise<void>;
+  /**
    * The events the turn's stream showed since the last commit, as a `stream` step to commit with
    * the next one (decision 0059); undefined when there are none.
    */

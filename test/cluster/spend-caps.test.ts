@@ -190,6 +190,55 @@ describe('[capabilities].econ_spend across the nodes of a cluster', () => {
     expect((await other).text).toBe('done');
   }, 60_000);
 
+  /** Fails `store`'s next commit of a turn (a session write that closes its journal) once, as a pooled connection reset during it would. */
+  function failNextCommit(store: PostgresStore): void {
+    const { sessions } = store;
+    const [save, append] = [sessions.save.bind(sessions), sessions.append.bind(sessions)];
+    let failed = false;
+    const once = (closes: boolean): void => {
+      if (failed || !closes) return;
+      failed = true;
+      throw new StoreError('cannot save the session: Connection terminated unexpectedly', { isRetryable: true });
+    };
+    sessions.save = async (session, options) => {
+      once(options?.closeTurn !== undefined);
+      return save(session, options);
+    };
+    sessions.append = async (id, messages, options) => {
+      once(options.closeTurn !== undefined);
+      return append(id, messages, options);
+    };
+  }
+
+  for (const usageToo of [false, true])
+    it(`counts the calls of a turn whose commit failed on the node${usageToo ? ', whose usage could not be written alone either,' : ', and writes them once its journal is closed,'} and refuses the call past the family's cap`, async () => {
+      const { url } = await postgres.createDatabase();
+      const a = await node(url, 'node-a');
+      await a.kernel.spawn(manifest(boss()));
+      await a.kernel.spawn(manifest(kid('kid-a')), { parent: 'boss' });
+      await a.kernel.spawn(manifest(kid('kid-b')), { parent: 'boss' });
+      const kidA = a.kernel.get('kid-a').id;
+      // kid-a's turn calls a tool (its journal is written) and answers: $0.03; its commit fails once, the database up.
+      const listing = { toolCalls: [{ name: 'agent_list', input: {} }], usage: { inputTokens: 2000, outputTokens: 1000 } };
+      server.script([listing, reply]);
+      failNextCommit(a.store);
+      const record = a.store.usage.record.bind(a.store.usage);
+      if (usageToo)
+        a.store.usage.record = () => Promise.reject(new StoreError('cannot record usage: Connection terminated unexpectedly', { isRetryable: true }));
+
+      const failure = await refusalOf(a.kernel.send('kid-a', 'work'));
+      expect(isLoomError(failure) ? failure.code : failure).toBe('STORE_FAILURE');
+      expect(server.requests).toHaveLength(2);
+      // Its journal was closed: no node resumes the turn.
+      expect(await a.store.turns.running()).toEqual([]);
+      // Its calls are in the usage log, written alone; or, when that failed too, still counted on this node.
+      const written = await a.store.usage.list({ agentId: kidA });
+      expect(written.map((usage) => usage.costUsd)).toEqual(usageToo ? [] : [0.015, 0.015]);
+      a.store.usage.record = record;
+      await expectRefusedByBoss(a.kernel.send('kid-b', 'more'), 'kid-b');
+      expect(server.requests).toHaveLength(2);
+    }, 30_000);
+
   it("fails a turn with STORE_FAILURE (503, Retry-After), not as the model's failure, when the family's total cannot be read from the log", async () => {
     const { url } = await postgres.createDatabase();
     const a = await node(url, 'node-a');
