@@ -1,5 +1,6 @@
 import type { AgentEvent } from '../runtime/index.ts';
 import { TurnNotRunningError } from '../errors/index.ts';
+import { EndedTurns } from './ended-turns.ts';
 import { PushQueue } from './push-queue.ts';
 import type { CancelledTurnView, RunningTurnView } from '../wire/index.ts';
 import type { TurnStatus } from './turn-record.ts';
@@ -262,13 +263,6 @@ export class LiveTurn {
   }
 }
 
-/**
- * How long a turn's events are kept after it ended, for a client whose stream broke just before
- * the end to get the rest with its `Last-Event-ID` (decision 0059); and how many ended turns at most.
- */
-export const ENDED_TURN_WINDOW_MS = 2 * 60 * 1000;
-const ENDED_TURNS_KEPT = 200;
-
 /** Turns under way across the kernel: running, and accepted but waiting for their agent. */
 export interface TurnCounts {
   running: number;
@@ -286,16 +280,8 @@ function sessionKey(agentId: string, conversation: string | undefined): string {
  */
 export class LiveTurns {
   readonly #bySession = new Map<string, LiveTurn[]>();
-  /** Turns that ended lately, by turn id, with when they are forgotten. */
-  readonly #ended = new Map<string, { turn: LiveTurn; until: number }>();
-
-  #prune(now: number): void {
-    // Kept in the order they ended, each for the same window: the first one still kept ends the pruning.
-    for (const [turnId, { until }] of this.#ended) {
-      if (until > now) return;
-      this.#ended.delete(turnId);
-    }
-  }
+  /** Turns that ended lately, kept for a follower that comes back. */
+  readonly #ended = new EndedTurns<LiveTurn>();
 
   /**
    * Follows the turn on that session of the agent: with `after`, the turn it is an event of,
@@ -326,8 +312,7 @@ export class LiveTurns {
     after: EventId | undefined,
     now: number,
   ): AsyncIterable<FollowedEvent> | undefined {
-    this.#prune(now);
-    const ended = this.#ended.get(turnId)?.turn;
+    const ended = this.#ended.get(turnId, now);
     const turn = ended !== undefined && ended.agentId === agentId && ended.conversation === conversation ? ended : this.find(agentId, conversation, turnId);
     return turn?.follow(after);
   }
@@ -343,18 +328,14 @@ export class LiveTurns {
   }
 
   /**
-   * Forgets a turn that ended, but for a follower that comes back within {@link ENDED_TURN_WINDOW_MS}
+   * Forgets a turn that ended, but for a follower that comes back within `ENDED_TURN_WINDOW_MS`
    * of `now` with one of its event ids (kept only when a client was shown it, or, on a cluster, clients
-   * of other nodes may have been: they come back here too).
+   * of other nodes may have been: they come back here too, and fewer of those are kept).
    */
   close(turn: LiveTurn, now: number): void {
-    this.#prune(now);
     // A turn no client was shown, here or elsewhere, has no follower to come back with an event id: nothing to keep.
-    if (turn.shown || turn.shared) this.#ended.set(turn.turnId, { turn, until: now + ENDED_TURN_WINDOW_MS });
-    for (const oldest of this.#ended.keys()) {
-      if (this.#ended.size <= ENDED_TURNS_KEPT) break;
-      this.#ended.delete(oldest);
-    }
+    if (turn.shown || turn.shared) this.#ended.keep(turn, turn.shown, now);
+    else this.#ended.prune(now);
     const key = sessionKey(turn.agentId, turn.conversation);
     const list = this.#bySession.get(key);
     if (list === undefined) return;

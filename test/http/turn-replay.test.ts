@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ENDED_TURN_WINDOW_MS } from '../../src/kernel/live-turns.ts';
+import { ENDED_TURN_WINDOW_MS } from '../../src/kernel/ended-turns.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { type Api, readSse, readSseUntil as readUntil, sseText as textOf, useHelperTellerApi } from './api-harness.ts';
 

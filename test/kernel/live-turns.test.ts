@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { createFakeClock } from '../../src/clock/index.ts';
 import { eventIdOf, type FollowedEvent, LiveTurn, LiveTurns, parseEventId } from '../../src/kernel/live-turns.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 
@@ -99,5 +100,32 @@ describe('a live turn numbers its events so that a follower can go on after the 
     for await (const item of live.follow({ id: 'a1', name: 'clerk' }, undefined, parseEventId('t-1:e1:1'), 2_000)) all.push(item);
     expect(all.map((item) => ('id' in item ? `${item.id} ${item.event.type}` : 'rewind'))).toEqual(['t-1:e1:2 run-finish']);
     expect(() => live.follow({ id: 'a1', name: 'clerk' }, 'principal:k', parseEventId('t-2:e1:1'), 2_000)).toThrow(/has ended/);
+  });
+  it('keeps a turn shown here for its window while a stream of turns nobody here was shown ends on a cluster, keeping the last 50 of those', async () => {
+    const clock = createFakeClock();
+    const live = new LiveTurns();
+    const end = (turn: LiveTurn): void => {
+      turn.emit(textDelta('Done.'));
+      turn.end('finished', {
+        type: 'run-finish',
+        result: { text: 'Done.', usage: { inputTokens: 1, outputTokens: 1 }, iterations: 1, costUsd: 0, model: 'm' },
+      });
+      live.close(turn, clock.now());
+    };
+    // A browser was shown a turn; its stream broke just before the end.
+    end(live.open('a1', undefined, 'hi', clock.now(), { turnId: 'shown', epoch: 'e1', shown: true }));
+    // Then 250 unstreamed turns (a channel's, a schedule's) end, three a second: every journaled turn is shared on PostgreSQL.
+    for (let index = 0; index < 250; index += 1) {
+      await clock.advance(333);
+      end(live.open('a2', undefined, 'ping', clock.now(), { turnId: `bot-${index}`, epoch: 'e1', shown: false, shared: true }));
+    }
+    // The browser comes back with its Last-Event-ID some 90 s after the end, within the two minutes: it gets the end.
+    await clock.advance(7_000);
+    const all: FollowedEvent[] = [];
+    for await (const item of live.follow({ id: 'a1', name: 'clerk' }, undefined, parseEventId('shown:e1:1'), clock.now())) all.push(item);
+    expect(all.map((item) => ('id' in item ? `${item.id} ${item.event.type}` : 'rewind'))).toEqual(['shown:e1:2 run-finish']);
+    // Of the others, the last 50 are kept.
+    const followable = (turnId: string): boolean => live.followHere('a2', undefined, turnId, parseEventId(`${turnId}:e1:1`), clock.now()) !== undefined;
+    expect([followable('bot-199'), followable('bot-200'), followable('bot-249')]).toEqual([false, true, true]);
   });
 });
