@@ -51,6 +51,8 @@ export interface MessageFlowParts {
    * (`followElsewhere`). A journaled turn then saves its stream with its commits from the start.
    */
   cluster?: {
+    /** This node's id, as the journal leases turns to it. */
+    nodeId: string;
     subscribe(listener: (event: KernelEvent) => void): () => void;
     /** The node `id` when it runs now, with how it is shown: named to a client asking this node to cancel that node's turn. */
     find(id: string): Promise<{ name: string; url: string | null } | undefined>;

@@ -68,7 +68,7 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     recentFailures: trackRecentFailures(events, clock),
     announce: (event) => events.publish(event),
     // On a cluster a turn another node runs is followed here from its journal, read again at each event of its agent.
-    ...(node?.leasesTurns === true ? { cluster: { subscribe: (listener) => events.subscribe(listener), find: (id) => node.find(id) } } : {}),
+    ...(node?.leasesTurns === true ? { cluster: { nodeId: node.id, subscribe: (listener) => events.subscribe(listener), find: (id) => node.find(id) } } : {}),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {

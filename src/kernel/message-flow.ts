@@ -1,5 +1,5 @@
 import type { JsonObject, TurnJournalRecord } from '../contracts/index.ts';
-import { AgentStateError, turnCancelledBy, TurnNotRunningError } from '../errors/index.ts';
+import { AgentStateError, LoomError, turnCancelledBy, TurnNotRunningError } from '../errors/index.ts';
 import { type AgentEvent, type AgentEventSink, linkAbort, type TurnResult } from '../runtime/index.ts';
 // The light half of the telemetry module: the SDK loads only when tracing starts.
 import { withTurnSpan } from '../telemetry/spans.ts';
@@ -170,12 +170,6 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     }
   }
 
-  function currentTurn(agent: AgentEntry, conversation: string | undefined, action: string): LiveTurn {
-    const turn = liveTurns.current(agent.id, conversation);
-    if (turn === undefined) throw new TurnNotRunningError(agent.name, action);
-    return turn;
-  }
-
   /**
    * A live turn's stream: under a new epoch for this run of it, after the events its journal saved
    * when it is resumed; `shown` when its caller streams it (or it is resumed: a client may come back);
@@ -251,13 +245,16 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
     async cancelTurn(agent, caller, by, conversation) {
       authorize(flow, agent, caller);
       const { cluster } = parts;
-      // On a cluster the turn may run on another node: the refusal says which, and to cancel it there.
-      const elsewhere =
-        cluster === undefined || liveTurns.current(agent.id, conversation) !== undefined
-          ? undefined
-          : await cancelElsewhere({ store, find: (id) => cluster.find(id) }, agent, conversation);
-      if (elsewhere !== undefined) throw elsewhere;
-      const turn = currentTurn(agent, conversation, 'cancel');
+      let turn = liveTurns.current(agent.id, conversation);
+      // On a cluster the turn may run on another node: the refusal says which, and to cancel it there;
+      // or be resuming here, taken over: cancelled once it runs.
+      if (turn === undefined && cluster !== undefined) {
+        const here = (): LiveTurn | undefined => liveTurns.current(agent.id, conversation);
+        const elsewhere = await cancelElsewhere({ store, clock, find: (id) => cluster.find(id), self: cluster.nodeId, here }, agent, conversation);
+        if (elsewhere instanceof LoomError) throw elsewhere;
+        turn = elsewhere?.here;
+      }
+      if (turn === undefined) throw new TurnNotRunningError(agent.name, 'cancel');
       turn.controller.abort(turnCancelledBy(by));
       const status = await turn.ended;
       return { agent: agent.name, run_id: turn.runId ?? null, status };

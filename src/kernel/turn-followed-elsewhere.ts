@@ -73,17 +73,54 @@ export async function runningElsewhere(store: Store, agentId: string, conversati
 }
 
 /**
+ * How long a cancel waits at most for a turn the journal leases to this very node to run here: it
+ * took the turn over (decision 0061) and is resuming it; each {@link RESUMING_HERE_POLL_MS} it looks again.
+ */
+export const RESUMING_HERE_WAIT_MS = 2_000;
+export const RESUMING_HERE_POLL_MS = 50;
+
+/** What {@link cancelElsewhere} needs from the kernel. */
+export interface CancelElsewhereParts<T> {
+  store: Store;
+  clock: Clock;
+  /** The node `id` when it runs now, with how it is shown. */
+  find(id: string): Promise<{ name: string; url: string | null } | undefined>;
+  /** This node's id, as the journal leases turns to it. */
+  self: string;
+  /** The turn of that session running (or waiting) here now, if any. */
+  here(): T | undefined;
+}
+
+/**
  * Why this node does not cancel the turn of that session of the agent another node runs (the
  * journal holds it running, leased to that node): which node, and to cancel it there; undefined
  * when the journal holds no running turn there. A cancel stops a turn in the memory of its node.
+ * A turn leased to this very node (taken over, and not running here yet) is waited for, at most
+ * {@link RESUMING_HERE_WAIT_MS} on the kernel's clock: `{ here }` once it runs here, to cancel.
  */
-export async function cancelElsewhere(
-  parts: Pick<FollowElsewhereParts, 'store'> & { find(id: string): Promise<{ name: string; url: string | null } | undefined> },
+export async function cancelElsewhere<T>(
+  parts: CancelElsewhereParts<T>,
   agent: { id: string; name: string },
   conversation: string | undefined,
-): Promise<LoomError | undefined> {
+): Promise<LoomError | { here: T } | undefined> {
   const turn = await parts.store.turns.runningOn(agent.id, conversation ?? null);
   if (turn === undefined) return undefined;
+  if (turn.nodeId === parts.self) {
+    for (const deadline = parts.clock.now() + RESUMING_HERE_WAIT_MS; parts.clock.now() < deadline;) {
+      await parts.clock.sleep(RESUMING_HERE_POLL_MS);
+      const here = parts.here();
+      if (here !== undefined) return { here };
+    }
+    // Still not running here: it ended meanwhile, or its resumption is slow.
+    const still = await parts.store.turns.runningOn(agent.id, conversation ?? null);
+    if (still?.id !== turn.id || still.nodeId !== parts.self) return undefined;
+    return new LoomError(
+      'TURN_ELSEWHERE',
+      'user',
+      `cannot cancel the turn of agent "${agent.name}" yet: turn "${turn.id}" is resuming on this node, which took it over (decision 0061); try again in a few seconds`,
+      { details: { agent: agent.name, turnId: turn.id, resuming: true }, isRetryable: true },
+    );
+  }
   const node = turn.nodeId === null ? undefined : await parts.find(turn.nodeId);
   const where =
     node === undefined

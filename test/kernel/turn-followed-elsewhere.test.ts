@@ -9,7 +9,15 @@ import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { JsonObject, JsonValue, Store } from '../../src/contracts/index.ts';
 import type { KernelEvent } from '../../src/kernel/event-bus.ts';
 import { type FollowedEvent, LiveTurn, parseEventId } from '../../src/kernel/live-turns.ts';
-import { FOLLOW_ELSEWHERE_POLL_MS, followElsewhere, type FollowElsewhereParts } from '../../src/kernel/turn-followed-elsewhere.ts';
+import {
+  cancelElsewhere,
+  type CancelElsewhereParts,
+  FOLLOW_ELSEWHERE_POLL_MS,
+  followElsewhere,
+  type FollowElsewhereParts,
+  RESUMING_HERE_POLL_MS,
+  RESUMING_HERE_WAIT_MS,
+} from '../../src/kernel/turn-followed-elsewhere.ts';
 import { sealTurn, type TurnRecord } from '../../src/kernel/turn-record.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
@@ -293,5 +301,60 @@ describe('a turn another node runs, followed from its journal', () => {
       't1:nodeB:4 text-delta Placed.',
       't1:nodeB:5 run-finish',
     ]);
+  });
+});
+
+describe('a cancel on a cluster of a turn the journal leases to this very node', () => {
+  /** What `cancelElsewhere` needs, the journal leasing running turns to node "node-b" (this node), and `here` the turn running here once there is one. */
+  function cancelParts(here: () => string | undefined): CancelElsewhereParts<string> {
+    const runningOn: Store['turns']['runningOn'] = async (agentId, conversation) => {
+      const turn = await store.turns.runningOn(agentId, conversation);
+      return turn === undefined ? undefined : { ...turn, nodeId: 'node-b' };
+    };
+    const turns = new Proxy(store.turns, {
+      get: (target, key) => (key === 'runningOn' ? runningOn : (Reflect.get(target, key) as unknown)),
+    });
+    return {
+      store: new Proxy(store, { get: (target, key) => (key === 'turns' ? turns : (Reflect.get(target, key) as unknown)) }),
+      clock,
+      find: (id) => Promise.resolve({ name: id, url: `http://${id}.example:4200` }),
+      self: 'node-b',
+      here,
+    };
+  }
+
+  it('waits for the turn it took over to run here and gives it to cancel, not naming this node as elsewhere', async () => {
+    await runOnA('t1');
+    const resumed: { turn?: string } = {};
+    const cancel = cancelElsewhere(
+      cancelParts(() => resumed.turn),
+      { id: 'a1', name: 'agent-a1' },
+      undefined,
+    );
+    // The node resumes the turn it took over a moment later.
+    await clock.advance(RESUMING_HERE_POLL_MS);
+    resumed.turn = 'the live turn';
+    await clock.advance(RESUMING_HERE_POLL_MS);
+    expect(await cancel).toEqual({ here: 'the live turn' });
+  });
+
+  it('answers, after a bounded wait on its clock, that the turn is resuming here and to try again, while it is not running here yet', async () => {
+    await runOnA('t1');
+    const asked = clock.now();
+    let answer: unknown;
+    void cancelElsewhere(
+      cancelParts(() => undefined),
+      { id: 'a1', name: 'agent-a1' },
+      undefined,
+    ).then((value) => (answer = value));
+    while (answer === undefined) await clock.advance(RESUMING_HERE_POLL_MS);
+    expect(clock.now() - asked).toBeLessThanOrEqual(RESUMING_HERE_WAIT_MS + RESUMING_HERE_POLL_MS);
+    expect(answer).toMatchObject({
+      code: 'TURN_ELSEWHERE',
+      isRetryable: true,
+      message:
+        'cannot cancel the turn of agent "agent-a1" yet: turn "t1" is resuming on this node, which took it over (decision 0061); try again in a few seconds',
+      details: { turnId: 't1', resuming: true },
+    });
   });
 });
