@@ -41,6 +41,7 @@ describeStoreContract('PostgreSQL', async () => {
     );
   return {
     store,
+    origin: self,
     otherNode: async (state) => {
       if (others.length === 0) await join(self, 'alive');
       const origin = randomUUID();

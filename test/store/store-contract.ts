@@ -24,6 +24,8 @@ export interface StoreHarness {
   cleanup(): Promise<void>;
   /** On a database several nodes share: another node's store on it (see `StoreContext.otherNode`). */
   otherNode?: (state: OtherNodeState) => Promise<Store>;
+  /** On a database several nodes share: the id the store leases the turns it records to (see `StoreContext.origin`). */
+  origin?: string;
 }
 
 /**
@@ -46,6 +48,9 @@ export function describeStoreContract(name: string, createStore: () => Promise<S
       },
       get otherNode() {
         return harness?.otherNode;
+      },
+      get origin() {
+        return harness?.origin;
       },
     };
 

@@ -9,6 +9,8 @@ export interface StoreContext {
    * alive (its heartbeat fresh in `loom_nodes`), gone silent, or stopped. Absent alone (SQLite).
    */
   readonly otherNode?: ((state: OtherNodeState) => Promise<Store>) | undefined;
+  /** On a database several nodes share: the id the store leases the turns it records to (its origin). Absent alone (SQLite). */
+  readonly origin?: string | undefined;
 }
 
 /** How another node on a shared database stands, as its row of `loom_nodes` says. */
