@@ -1,12 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { QuotaExceededError } from '../../src/errors/index.ts';
-import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
 import { QUOTA_READ_EVERY_MS } from '../../src/kernel/quota-tracker.ts';
-import { createSilentLogger } from '../../src/logging/index.ts';
-import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
 import { openPostgresStore } from '../../src/store/index.ts';
-import { buildKernel, manifest } from '../support/test-kernel.ts';
+import { manifest } from '../support/test-kernel.ts';
+import { openClusterNode } from '../support/cluster-node.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 
@@ -22,29 +21,11 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** A node's kernel on the database at `url` (its own pool), booted as a daemon on PostgreSQL boots it, its agents on the scripted model server. */
+/** A node's kernel on the database at `url`, on the nodes' shared `clock`. */
 async function nodeKernel(url: string, id: string, clock: FakeClock): Promise<Kernel> {
-  const store = await openPostgresStore({ url });
-  const kernel = buildKernel({
-    store,
-    clock,
-    ids: createUuidGenerator(),
-    logger: createSilentLogger(),
-    runtime: {
-      resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }),
-      costs: createCostCatalog(),
-      tools: [],
-      env: {},
-      workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}`,
-    },
-    node: { id, find: () => Promise.resolve(undefined), othersAlive: () => Promise.resolve(true), leasesTurns: true },
-  });
-  await kernel.boot();
-  closers.push(async () => {
-    await kernel.shutdown();
-    await store.close();
-  });
-  return kernel;
+  const node = await openClusterNode(url, id, { clock });
+  closers.push(node.close);
+  return node.kernel;
 }
 
 async function refusalOf(promise: Promise<unknown>): Promise<unknown> {

@@ -2,15 +2,14 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTurnLeaseQueue } from '../../src/cluster/turn-leases.ts';
 import type { Tool } from '../../src/contracts/index.ts';
-import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { isLoomError, QuotaExceededError, StoreError, toErrorResponse } from '../../src/errors/index.ts';
-import { createUuidGenerator, type Kernel, type MeteredCall, observeModelCalls } from '../../src/kernel/index.ts';
+import { type Kernel, type MeteredCall, observeModelCalls } from '../../src/kernel/index.ts';
 import { QUOTA_READ_EVERY_MS } from '../../src/kernel/quota-tracker.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
-import { openPostgresStore, type PostgresStore } from '../../src/store/index.ts';
+import { type PostgresStore } from '../../src/store/index.ts';
 import { agentListTool } from '../../src/tools/builtin/agent-list-tool.ts';
-import { buildKernel, manifest } from '../support/test-kernel.ts';
+import { manifest } from '../support/test-kernel.ts';
+import { type ClusterNode, openClusterNode } from '../support/cluster-node.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -26,32 +25,11 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
 
-/** A node on the database at `url`: its kernel (its own pool), booted as a daemon on PostgreSQL boots it, its agents on the scripted model server. */
-async function node(url: string, id: string): Promise<{ kernel: Kernel; store: PostgresStore; clock: FakeClock }> {
-  // Its store records the turns it runs under its id, as a daemon's does.
-  const store = await openPostgresStore({ url, origin: id });
-  const clock = createFakeClock();
-  const kernel = buildKernel({
-    store,
-    clock,
-    ids: createUuidGenerator(),
-    logger: createSilentLogger(),
-    runtime: {
-      resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }),
-      costs: createCostCatalog(),
-      // A tool that runs, so that a turn calling it is journaled (its result committed) and can be taken over.
-      tools: [agentListTool as unknown as Tool<never>],
-      env: {},
-      workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}`,
-    },
-    node: { id, find: () => Promise.resolve(undefined), othersAlive: () => Promise.resolve(true), leasesTurns: true },
-  });
-  await kernel.boot();
-  closers.push(async () => {
-    await kernel.shutdown();
-    await store.close();
-  });
-  return { kernel, store, clock };
+/** A node on the database at `url`, with a tool that runs, so that a turn calling it is journaled (its result committed) and can be taken over. */
+async function node(url: string, id: string): Promise<ClusterNode> {
+  const opened = await openClusterNode(url, id, { tools: [agentListTool as unknown as Tool<never>] });
+  closers.push(opened.close);
+  return opened;
 }
 
 async function nodeKernel(url: string, id: string): Promise<Kernel> {
