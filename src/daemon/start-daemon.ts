@@ -227,7 +227,8 @@ export async function startDaemon(options: StartDaemonOptions): Promise<RunningD
         stopping ??= (async () => {
           following.close();
           doors.abort();
-          // The server stops listening at once. The doors end their clients' streams themselves
+          // The server stops listening at once, keeping the connections open (a client's cancel
+          // goes on an idle one). The doors end their clients' streams themselves
           // (MCP's sessions, answering 503 from now on), and the server cuts the connections left
           // once those have been written out (at most MCP_DRAIN_MS for a slow client).
           const drained = app.doorsClosed();

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, Server } from 'node:net';
 import { serve } from '@hono/node-server';
 import { ALREADY_SENT_HEADER, RESPONSE_ALREADY_SENT } from './response-already-sent.ts';
 
@@ -8,8 +8,10 @@ export interface RunningHttpServer {
   url: string;
   port: number;
   /**
-   * Stops accepting connections at once; once `drained` settles (what the doors still write, at
-   * the daemon's stop), ends the open ones (streams included), and resolves when closed.
+   * Stops accepting connections at once, but keeps those open, idle keep-alive ones included: a
+   * client may still send a request on one (an MCP client's cancel or DELETE, at the daemon's
+   * stop). Once `drained` settles (what the doors still write), ends them all (streams included),
+   * and resolves when closed.
    */
   close(drained?: Promise<unknown>): Promise<void>;
 }
@@ -54,10 +56,17 @@ export async function startHttpServer(app: FetchApp, options: { host: string; po
     url: `http://${host}:${port}`,
     port,
     close: async (drained) => {
-      const closed = new Promise<void>((resolve, reject) => server.close((error) => (error === undefined ? resolve() : reject(error))));
+      // The listener alone: Node's own `close` (19 and later) also ends the idle keep-alive
+      // connections at once, so a client whose other connections are busy (a call's stream, a
+      // session's GET) could send nothing more, its cancel of that call included (ECONNREFUSED).
+      const closed = new Promise<void>((resolve, reject) =>
+        Server.prototype.close.call(server, (error?: Error) => (error === undefined ? resolve() : reject(error))),
+      );
       // Awaited below, once the connections are cut: not an unhandled rejection meanwhile.
       closed.catch(() => undefined);
       await drained?.catch(() => undefined);
+      // Node's own close now (the listener already closed): it ends the idle connections and stops timing requests.
+      server.close();
       if ('closeAllConnections' in server) server.closeAllConnections();
       await closed;
     },

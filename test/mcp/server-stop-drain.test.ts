@@ -8,8 +8,9 @@ import type { Client } from '@modelcontextprotocol/client';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MCP_CALLS_DRAIN_MS, MCP_DRAIN_MS } from '../../src/http/index.ts';
 import { MCP_PRINCIPAL_NAME } from '../../src/mcp/server/index.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
@@ -142,6 +143,57 @@ describe.each<ClientKind>(['legacy-streamable', 'modern', 'legacy-sse'])('the da
     await closed;
   });
 
+  it('lets its cancel during the stop reach the call, over HTTP: the turn is cancelled, and the stop ends, the clock not moved', async () => {
+    const { url, server, stop } = await serveHelper();
+    model.script([{ text: 'Never read.', stall: held().promise }]);
+    const client = await connectClient(url, kind);
+    clients.push(client);
+    // The client tells its failures to send (a cancel refused a connection) to `onerror`.
+    const unsent: string[] = [];
+    client.onerror = (error) => void (/cancellation/i.test(String(error)) && unsent.push(String(error)));
+    const cancel = new AbortController();
+    const call = client.callTool({ name: 'loom_agent_helper', arguments: { message: 'Take your time.' } }, { signal: cancel.signal });
+    await waitFor('the turn to reach the model', () => model.requests.length === 1);
+    let cancelled = false;
+    server.host.kernel.events.subscribe((event) => void (event.type === 'turn-cancel' && (cancelled = true)));
+
+    // The server no longer listens, but the client's connections stay open until the stop ends: its cancel goes on an idle one.
+    const { drained, closed } = stop();
+    cancel.abort();
+    await expect(call).rejects.toThrow();
+    await waitFor('the cancel to reach the turn, or to fail', () => cancelled || unsent.length > 0);
+    expect(unsent).toEqual([]);
+    await waitFor('the stop to end', () => settled(drained));
+    await closed;
+  });
+
+  it('lets a resources/read under way at the stop finish: the client gets the resource, then the stop ends', async () => {
+    const { url, server, stop } = await serveHelper();
+    const client = await connectClient(url, kind);
+    clients.push(client);
+    // The read of the session (a database round trip on PostgreSQL) held until the test lets it go.
+    const { kernel } = server.host;
+    const session = kernel.session.bind(kernel);
+    const read = held();
+    let reading = false;
+    const spy = vi.spyOn(kernel, 'session').mockImplementation(async (...args) => {
+      reading = true;
+      await read.promise;
+      return session(...args);
+    });
+    cleanups.push(() => spy.mockRestore());
+    const resource = client.readResource({ uri: 'loom://agents/helper/session' });
+    await waitFor('the read to reach the kernel', () => reading);
+
+    const { drained, closed } = stop();
+    expect(await settled(drained)).toBe(false);
+    read.release();
+    const { contents } = await resource;
+    expect(JSON.parse((contents[0] as { text: string }).text)).toMatchObject({ agent: 'helper', messages: [], running: null });
+    await drained;
+    await closed;
+  });
+
   it('does not wait for the stream the client listens on for list changes: the stop ends it, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     let changed = false;
@@ -205,6 +257,7 @@ async function postMessage(url: string, sessionId: string, message: object): Pro
  * the rest. Sized from the machine's TCP settings where it has them.
  */
 const LONG_REPLY = (() => {
+  const MAX_LONG_REPLY = 16 * 1024 * 1024;
   const setting = (name: string, index: number, otherwise: number): number => {
     try {
       return Number(readFileSync(`/proc/sys/net/ipv4/${name}`, 'utf8').trim().split(/\s+/)[index]) || otherwise;
@@ -214,7 +267,9 @@ const LONG_REPLY = (() => {
   };
   const buffered = setting('tcp_rmem', 1, 131_072) + setting('tcp_wmem', 2, 4_194_304);
   const line = 'All work and no play. ';
-  return line.repeat(Math.ceil((2 * buffered) / line.length));
+  // At most 16 MB: a send buffer grows to its maximum only as the connection's window does, which a
+  // client reading nothing keeps small, and hosts whose maximum is 16-64 MB would push 130-260 MB.
+  return line.repeat(Math.ceil(Math.min(2 * buffered, MAX_LONG_REPLY) / line.length));
 })();
 
 /** Opens a raw slow stream, has a call answered on it with {@link LONG_REPLY} while the client reads nothing, and stops the daemon. */
@@ -299,11 +354,58 @@ async function openSession(url: string): Promise<string> {
   return sessionId;
 }
 
+/** What a request on a kept connection got, and whether it went on the connection opened before. */
+interface KeptAnswer {
+  status: number;
+  text: string;
+  reused: boolean;
+}
+
+/**
+ * A client's connection kept alive across the stop (a Node agent of one socket), opened by a first
+ * request before it: the requests sent with it go on that connection.
+ */
+async function keptConnection(
+  url: string,
+): Promise<(path: string, init: { method: string; headers?: Record<string, string>; body?: string }) => Promise<KeptAnswer>> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  cleanups.push(() => agent.destroy());
+  const send = (path: string, init: { method: string; headers?: Record<string, string>; body?: string }): Promise<KeptAnswer> =>
+    new Promise((resolve, reject) => {
+      const outgoing = httpRequest(`${url}${path}`, { method: init.method, headers: init.headers ?? {}, agent });
+      outgoing
+        .on('response', (response) => {
+          let text = '';
+          response
+            .setEncoding('utf8')
+            .on('data', (chunk: string) => (text += chunk))
+            .on('end', () => resolve({ status: response.statusCode ?? 0, text, reused: outgoing.reusedSocket }));
+        })
+        .on('error', reject)
+        .end(init.body);
+    });
+  expect((await send('/api/health', { method: 'GET' })).status).toBe(200);
+  return send;
+}
+
+/** The error of a new connection to `url`'s server. */
+function newConnectionError(url: string): Promise<string | undefined> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code));
+  });
+}
+
 const CALL = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'loom_agent_helper', arguments: { message: 'Take your time.' } } };
 const CANCEL = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, reason: 'no longer needed' } };
 
 describe('a client during the stop, while its call still runs', () => {
-  // The server stops listening at the stop: the requests after it are sent to the app in-process, as a client sends them on a connection it holds open.
+  // The server stops listening at the stop: the requests after it go on a connection the client opened before, kept alive.
   it('on a 2025-era session: its cancel reaches the call, a new request is refused, and the stop ends once the call has, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     model.script([{ text: 'Never read.', stall: held().promise }]);
@@ -312,15 +414,18 @@ describe('a client during the stop, while its call still runs', () => {
     void call.text().catch(() => undefined);
     await waitFor('the turn to reach the model', () => model.requests.length === 1);
     const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+    const send = await keptConnection(url);
 
     const { drained, closed } = stop();
-    const refused = await server.app.request('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify({ ...CALL, id: 2 }) });
-    expect({ status: refused.status, body: await refused.json() }).toEqual({
+    expect(await newConnectionError(url)).toBe('ECONNREFUSED');
+    const refused = await send('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify({ ...CALL, id: 2 }) });
+    expect({ status: refused.status, body: JSON.parse(refused.text) as unknown, reused: refused.reused }).toEqual({
       status: 503,
       body: { jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: 2 },
+      reused: true,
     });
-    const cancel = await server.app.request('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CANCEL) });
-    expect(cancel.status).toBe(202);
+    const cancel = await send('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CANCEL) });
+    expect({ status: cancel.status, reused: cancel.reused }).toEqual({ status: 202, reused: true });
     await cancelled;
     await waitFor('the stop to end', () => settled(drained));
     await closed;
@@ -334,14 +439,15 @@ describe('a client during the stop, while its call still runs', () => {
     void call.text().catch(() => undefined);
     await waitFor('the turn to reach the model', () => model.requests.length === 1);
     const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+    const send = await keptConnection(url);
 
     const { drained, closed } = stop();
-    const ended = await server.app.request('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
-    expect(ended.status).toBe(200);
+    const ended = await send('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
+    expect({ status: ended.status, reused: ended.reused }).toEqual({ status: 200, reused: true });
     await cancelled;
     await waitFor('the stop to end', () => settled(drained));
     await closed;
-    // Ended: the session is gone.
+    // Ended: the session is gone (asked in-process: the server has closed).
     const again = await server.app.request('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
     expect(again.status).toBe(404);
   });
@@ -359,17 +465,14 @@ describe('a client during the stop, while its call still runs', () => {
     await postMessage(url, sessionId, CALL);
     await waitFor('the turn to reach the model', () => model.requests.length === 1);
     const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
+    const send = await keptConnection(url);
 
     const { drained, closed } = stop();
     const post = (message: object) =>
-      server.app.request(`/mcp/messages?sessionId=${sessionId}`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', host: '127.0.0.1' },
-        body: JSON.stringify(message),
-      });
+      send(`/mcp/messages?sessionId=${sessionId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(message) });
     const refused = await post({ ...CALL, id: 2 });
-    expect({ status: refused.status, body: await refused.text() }).toEqual({ status: 503, body: 'cannot answer an MCP message: the daemon is stopping' });
-    expect((await post(CANCEL)).status).toBe(202);
+    expect(refused).toEqual({ status: 503, text: 'cannot answer an MCP message: the daemon is stopping', reused: true });
+    expect(await post(CANCEL)).toMatchObject({ status: 202, reused: true });
     await cancelled;
     await waitFor('the stop to end', () => settled(drained));
     await closed;

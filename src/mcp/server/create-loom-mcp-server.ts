@@ -17,7 +17,15 @@ export interface LoomMcpServerOptions extends McpRequestOrigin {
   thread?: string | undefined;
   /** Reported as the server's version. */
   version: string;
+  /**
+   * Runs each request's handler, whatever its method (the MCP endpoints count the requests under
+   * way, which the daemon's stop lets finish); as it is when omitted.
+   */
+  handling?: RequestHandling;
 }
+
+/** Runs a request's handler (`LoomMcpServerOptions.handling`). */
+export type RequestHandling = <T>(handler: () => Promise<T>) => Promise<T>;
 
 function toolOf(agent: AgentSummary): Tool {
   const about = agent.description.trim() === '' ? `the Loom agent "${agent.name}"` : agent.description.trim();
@@ -59,6 +67,7 @@ const unknownTool = (name: string): ProtocolError =>
  */
 export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   const { directory, principal, thread } = options;
+  const handled: RequestHandling = options.handling ?? ((handler) => handler());
   const server = new Server(
     { name: LOOM_MCP_SERVER_NAME, version: options.version },
     {
@@ -70,14 +79,16 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
   );
 
   // Two agents whose names differ only in case or punctuation map to one tool: the earlier one keeps it.
-  server.setRequestHandler('tools/list', async () => {
-    const seen = new Set<string>();
-    const tools = (await directory.list(principal)).map(toolOf).filter((tool) => !seen.has(tool.name) && seen.add(tool.name) !== undefined);
-    const more = (await directory.tools?.(principal)) ?? [];
-    return {
-      tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))],
-    };
-  });
+  server.setRequestHandler('tools/list', () =>
+    handled(async () => {
+      const seen = new Set<string>();
+      const tools = (await directory.list(principal)).map(toolOf).filter((tool) => !seen.has(tool.name) && seen.add(tool.name) !== undefined);
+      const more = (await directory.tools?.(principal)) ?? [];
+      return {
+        tools: [...tools, ...more.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema as Tool['inputSchema'] }))],
+      };
+    }),
+  );
 
   const callTool = async (name: string, args: Record<string, unknown> | undefined, ctx: ServerContext): Promise<CallToolResult> => {
     if (!name.startsWith('loom_agent_') && directory.callTool !== undefined) {
@@ -107,16 +118,20 @@ export function createLoomMcpServer(options: LoomMcpServerOptions): Server {
 
   // Each call is a server span, in the caller's trace when its `_meta` (or HTTP request) carries a `traceparent`.
   server.setRequestHandler('tools/call', (request, ctx) =>
-    withMcpServerSpan({ tool: request.params.name, transport: ctx.http === undefined ? 'pipe' : 'tcp' }, request.params._meta, () =>
-      callTool(request.params.name, request.params.arguments, ctx),
+    handled(() =>
+      withMcpServerSpan({ tool: request.params.name, transport: ctx.http === undefined ? 'pipe' : 'tcp' }, request.params._meta, () =>
+        callTool(request.params.name, request.params.arguments, ctx),
+      ),
     ),
   );
 
-  server.setRequestHandler('resources/list', async () => ({ resources: agentResources(await directory.list(principal)) }));
+  server.setRequestHandler('resources/list', () => handled(async () => ({ resources: agentResources(await directory.list(principal)) })));
 
-  server.setRequestHandler('resources/templates/list', () => ({ resourceTemplates: agentResourceTemplates() }));
+  server.setRequestHandler('resources/templates/list', () => handled(() => Promise.resolve({ resourceTemplates: agentResourceTemplates() })));
 
-  server.setRequestHandler('resources/read', (request, ctx) => readAgentResource(directory, principal, request.params.uri, ctx.mcpReq.signal, thread));
+  server.setRequestHandler('resources/read', (request, ctx) =>
+    handled(() => readAgentResource(directory, principal, request.params.uri, ctx.mcpReq.signal, thread)),
+  );
 
   return server;
 }

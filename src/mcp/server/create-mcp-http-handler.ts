@@ -6,7 +6,7 @@ import type { Kernel } from '../../kernel/index.ts';
 import { createSilentLogger } from '../../logging/index.ts';
 import { safeParseJson } from '../../validation/index.ts';
 import { type AgentDirectory, kernelAgentDirectory, mcpThread, wrapCalls } from './agent-tools.ts';
-import { createLoomMcpServer } from './create-loom-mcp-server.ts';
+import { createLoomMcpServer, type RequestHandling } from './create-loom-mcp-server.ts';
 import { authInfoOf, mcpPrincipal, type McpRequestOrigin, originOfAuthInfo } from './mcp-principal.ts';
 import { createLegacySseEndpoints, type LegacySseEndpoints } from './legacy-sse-endpoints.ts';
 import { createMcpSessions, MCP_SESSION_HEADER, type McpSessions, type McpSessionsOptions } from './mcp-sessions.ts';
@@ -67,10 +67,18 @@ function daemonStopping(what: string, shape: 'json-rpc' | 'text', parsed?: unkno
   return Response.json({ jsonrpc: '2.0', error: { code: -32000, message }, id: typeof id === 'string' || typeof id === 'number' ? id : null }, { status: 503 });
 }
 
+/** `work`, counted in `running` until it settles. */
+function counted<T>(running: Set<Promise<unknown>>, work: Promise<T>): Promise<T> {
+  const done = (): void => void running.delete(work);
+  running.add(work);
+  work.then(done, done);
+  return work;
+}
+
 /**
  * `directory` whose calls (an agent's turn, a tool) are counted in `running` while they run, and
- * end when `stop` aborts: cancelled, and failed at once with its reason, which the client gets as
- * the call's tool error.
+ * whose calls and session reads end when `stop` aborts: cancelled, and failed at once with its
+ * reason, which the client gets as the call's tool error (a read's error).
  */
 function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal, running: Set<Promise<unknown>>): AgentDirectory {
   const untilStop = async <T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -86,13 +94,12 @@ function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal, runnin
       stop.removeEventListener('abort', onStop);
     }
   };
-  return wrapCalls(directory, (signal, call) => {
-    const work = untilStop(signal, call);
-    const done = (): void => void running.delete(work);
-    running.add(work);
-    work.then(done, done);
-    return work;
-  });
+  return {
+    ...wrapCalls(directory, (signal, call) => counted(running, untilStop(signal, call))),
+    // A read of a session (a database round trip) is its request's: the request is counted.
+    session: (agentName, principal, signal, thread) =>
+      untilStop(signal ?? new AbortController().signal, (joined) => directory.session(agentName, principal, joined, thread)),
+  };
 }
 
 /** Whether `work` settles within `ms` of `clock`. */
@@ -106,7 +113,7 @@ function within(clock: Clock, ms: number, work: Promise<unknown>): Promise<boole
   });
 }
 
-/** Resolves once no call of `running` runs, those started while it waits included. */
+/** Resolves once no request or call of `running` runs, those started while it waits included. */
 async function allEnded(running: ReadonlySet<Promise<unknown>>): Promise<void> {
   while (running.size > 0) await Promise.allSettled([...running]);
 }
@@ -163,10 +170,14 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
   const clock = options.clock ?? createSystemClock();
   /** Aborted when the close has waited for the calls admitted before it as long as it may. */
   const stopCalls = new AbortController();
-  /** The calls running (an agent's turn, a tool): the close lets them finish, for a while. */
+  /**
+   * The requests being handled (whatever their method: a `resources/read` too) and the calls
+   * running in them (an agent's turn, a tool): the close lets them finish, for a while.
+   */
   const running = new Set<Promise<unknown>>();
+  const handling: RequestHandling = (handler) => counted(running, handler());
   const directory = stoppableDirectory(options.directory ?? kernelAgentDirectory(options.kernel, mcpPrincipal(options.config)), stopCalls.signal, running);
-  const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version });
+  const factory = (ctx: McpRequestContext) => createLoomMcpServer({ directory, ...originOfContext(ctx), version: options.version, handling });
   const onerror = (error: Error): void => logger.debug({ err: error }, 'an MCP request was rejected or failed');
   const modern = createMcpHandler(factory, { onerror });
   const sessions: McpSessions = createMcpSessions({
@@ -174,11 +185,12 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     version: options.version,
     clock,
     ...options.sessions,
+    handling,
     onerror,
   });
   const legacySse: LegacySseEndpoints = createLegacySseEndpoints({
     // Each stream is a client session with a conversation of its own.
-    factory: (origin, sessionId) => createLoomMcpServer({ directory, ...origin, thread: mcpThread(sessionId), version: options.version }),
+    factory: (origin, sessionId) => createLoomMcpServer({ directory, ...origin, thread: mcpThread(sessionId), version: options.version, handling }),
     messagesPath: options.legacyMessagesPath ?? '/mcp/messages',
     onerror,
   });
@@ -227,16 +239,17 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
     async close(closeOptions = {}) {
       closed = true;
       await Promise.allSettled([...opening]);
-      // The calls under way (not their clients' reading: the server writes out what is answered)
-      // end first; one still running after `callsWithinMs` is cancelled, and fails at once with
-      // the reason, which its client gets as a tool error.
+      // The requests under way, whatever their method, and their calls (not their clients'
+      // reading: the server writes out what is answered) end first; a call or session read still
+      // running after `callsWithinMs` is cancelled, and fails at once with the reason, which its
+      // client gets as a tool error (a read, as its error).
       const callsWithinMs = closeOptions.callsWithinMs ?? 0;
       if (!(callsWithinMs > 0 && (await within(clock, callsWithinMs, allEnded(running))))) {
         const late = callsWithinMs > 0 ? `, and the call was still running ${callsWithinMs / 1000} s after the stop began` : '';
         stopCalls.abort(new Error(`cannot finish the call: the daemon is stopping${late}; it was cancelled, call again once the daemon is back`));
         await allEnded(running);
       }
-      // The SDK writes a call's answer on its stream a few promise steps after the call returned; a turn of the event loop lets it.
+      // The SDK writes a request's answer on its stream a few promise steps after its handler returned; a turn of the event loop lets it.
       await new Promise((resolve) => setImmediate(resolve));
       unsubscribe();
       await sessions.close();

@@ -4,7 +4,7 @@ import { type Principal, principalKey } from '../../access/index.ts';
 import type { Clock } from '../../contracts/index.ts';
 import { isEventStream } from '../../wire/index.ts';
 import { type AgentDirectory, mcpThread, wrapCalls } from './agent-tools.ts';
-import { createLoomMcpServer } from './create-loom-mcp-server.ts';
+import { createLoomMcpServer, type RequestHandling } from './create-loom-mcp-server.ts';
 import { createMcpSessionEventStore, type McpSessionEventLimits } from './mcp-session-event-store.ts';
 import { authInfoOf, type McpRequestOrigin } from './mcp-principal.ts';
 
@@ -39,6 +39,8 @@ export interface McpSessionsOptions {
   retryMs?: number;
   /** The bounds of each session's event store. */
   events?: McpSessionEventLimits;
+  /** Runs each request's handler (`LoomMcpServerOptions.handling`). */
+  handling?: RequestHandling;
   onerror?: (error: Error) => void;
 }
 
@@ -224,6 +226,7 @@ export function createMcpSessions(options: McpSessionsOptions): McpSessions {
       principal: origin.principal,
       thread: mcpThread(sessionId),
       version: options.version,
+      ...(options.handling === undefined ? {} : { handling: options.handling }),
     });
     server.onclose = () => {
       if (session !== undefined) void closeSession(session);
