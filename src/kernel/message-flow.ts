@@ -51,7 +51,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
   const tasks = new TaskTurns(flow);
   const workflows = new WorkflowRunner(flow, moduleTurns);
   const intake = new TurnIntake({ store, clock, ids: parts.ids, logger: flowLogger });
-  // Aborted at shutdown: a turn another node runs is followed here until then at most.
+  // Aborted at shutdown: a turn another node runs is followed here until then at most, and a cancel waits no longer for one resuming here.
   const closing = new AbortController();
 
   async function runTask(reference: string, task: TaskTurn, options: SendOptions = {}): Promise<TurnResult> {
@@ -250,7 +250,11 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       // or be resuming here, taken over: cancelled once it runs.
       if (turn === undefined && cluster !== undefined) {
         const here = (): LiveTurn | undefined => liveTurns.current(agent.id, conversation);
-        const elsewhere = await cancelElsewhere({ store, clock, find: (id) => cluster.find(id), self: cluster.nodeId, here }, agent, conversation);
+        const elsewhere = await cancelElsewhere(
+          { store, clock, find: (id) => cluster.find(id), self: cluster.nodeId, here, closing: closing.signal },
+          agent,
+          conversation,
+        );
         if (elsewhere instanceof LoomError) throw elsewhere;
         turn = elsewhere?.here;
       }

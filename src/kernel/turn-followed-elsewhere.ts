@@ -89,6 +89,8 @@ export interface CancelElsewhereParts<T> {
   self: string;
   /** The turn of that session running (or waiting) here now, if any. */
   here(): T | undefined;
+  /** Aborts when the kernel shuts down: a turn resuming here waited for is waited for no longer. */
+  closing: AbortSignal;
 }
 
 /**
@@ -96,7 +98,8 @@ export interface CancelElsewhereParts<T> {
  * journal holds it running, leased to that node): which node, and to cancel it there; undefined
  * when the journal holds no running turn there. A cancel stops a turn in the memory of its node.
  * A turn leased to this very node (taken over, and not running here yet) is waited for, at most
- * {@link RESUMING_HERE_WAIT_MS} on the kernel's clock: `{ here }` once it runs here, to cancel.
+ * {@link RESUMING_HERE_WAIT_MS} on the kernel's clock: `{ here }` once it runs here, to cancel;
+ * the kernel shutting down meanwhile ends the wait (it will not resume here).
  */
 export async function cancelElsewhere<T>(
   parts: CancelElsewhereParts<T>,
@@ -107,7 +110,17 @@ export async function cancelElsewhere<T>(
   if (turn === undefined) return undefined;
   if (turn.nodeId === parts.self) {
     for (const deadline = parts.clock.now() + RESUMING_HERE_WAIT_MS; parts.clock.now() < deadline;) {
-      await parts.clock.sleep(RESUMING_HERE_POLL_MS);
+      const slept = await parts.clock.sleep(RESUMING_HERE_POLL_MS, { signal: parts.closing }).then(
+        () => true,
+        () => false,
+      );
+      if (!slept)
+        return new LoomError(
+          'TURN_ELSEWHERE',
+          'user',
+          `cannot cancel the turn of agent "${agent.name}": this node is shutting down, so turn "${turn.id}", which it took over (decision 0061), will not resume here; the node that takes it over once its lease lapses can cancel it; try again in a few seconds`,
+          { details: { agent: agent.name, turnId: turn.id }, isRetryable: true },
+        );
       const here = parts.here();
       if (here !== undefined) return { here };
     }
@@ -256,7 +269,8 @@ async function endOf(
   const { status, result, reason, said } = await endingOf(store, turn, done);
   let final: AgentEvent;
   if (result !== undefined) final = { type: 'run-finish', result };
-  else if (status === 'cancelled') final = errorEvent(new TurnCancelledError(`the turn was cancelled: ${reason ?? 'no reason was given'}`));
+  // Its reason is the message the turn ended with on its node (naming who cancelled it), as its clients there got it.
+  else if (status === 'cancelled') final = errorEvent(new TurnCancelledError(reason ?? 'the turn was cancelled'));
   else
     final = errorEvent(
       new LoomError(

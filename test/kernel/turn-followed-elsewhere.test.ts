@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ModelMessage } from 'ai';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import type { JsonObject, JsonValue, Store } from '../../src/contracts/index.ts';
+import { turnCancelledBy } from '../../src/errors/index.ts';
 import type { KernelEvent } from '../../src/kernel/event-bus.ts';
 import { type FollowedEvent, LiveTurn, parseEventId } from '../../src/kernel/live-turns.ts';
 import {
@@ -99,13 +100,16 @@ async function commitOnA(turn: LiveTurn): Promise<void> {
   ]);
 }
 
+/** Why a cancelled turn of node A ended, as its node keeps it: the message its own client got. */
+const cancelledByAdmin = turnCancelledBy('"admin"').message;
+
 /** Node A commits turn `id` to the session as `status`, having said `text`, and closes its journal with `outcome`. */
 async function sealOnA(id: string, status: TurnRecord['status'], text: string, outcome: JsonObject): Promise<void> {
   const user: ModelMessage = { role: 'user', content: 'place the order' };
   const record: TurnRecord = {
     id,
     status,
-    reason: status === 'finished' ? null : 'the turn was cancelled by "admin"',
+    reason: status === 'finished' ? null : cancelledByAdmin,
     startedAt: 0,
     finishedAt: clock.now(),
     model: 'openai/gpt-4o',
@@ -117,7 +121,7 @@ async function sealOnA(id: string, status: TurnRecord['status'], text: string, o
       { kind: 'model', model: 'openai/gpt-4o', inputTokens: 20, outputTokens: 4, costUsd: 0.3, startedAt: 0, latencyMs: 1 },
     ],
   };
-  const ending = status === 'finished' ? { status } : { status, reason: 'the turn was cancelled by "admin"' };
+  const ending = status === 'finished' ? { status } : { status, reason: cancelledByAdmin };
   const messages = sealTurn([user, { role: 'assistant', content: text }], user, 0, record, ending);
   await store.sessions.save(
     { id: 'session-a1', agentId: 'a1', messages: messages as unknown as JsonValue[], createdAt: 0, updatedAt: clock.now(), conversation: null },
@@ -220,11 +224,12 @@ describe('a turn another node runs, followed from its journal', () => {
     await commitOnA(onA);
     const follower = await follow();
     await waitFor('the saved steps', () => follower.got.length === 2);
-    await sealOnA('t1', 'cancelled', 'Half a reply', { status: 'cancelled', reason: 'the turn was cancelled by "admin"' });
+    await sealOnA('t1', 'cancelled', 'Half a reply', { status: 'cancelled', reason: cancelledByAdmin });
     hear();
     await follower.done;
     expect(shown(follower.got).slice(2)).toEqual(['- text-delta  a reply', '- error']);
-    expect(follower.got.at(-1)).toMatchObject({ event: { code: 'TURN_CANCELLED', message: 'the turn was cancelled: the turn was cancelled by "admin"' } });
+    // The message a client on node A got.
+    expect(follower.got.at(-1)).toMatchObject({ event: { code: 'TURN_CANCELLED', message: cancelledByAdmin } });
   });
 
   it('ends a failed keyed turn the session no longer holds with TURN_FAILED alone: its text is not known', async () => {
@@ -320,6 +325,7 @@ describe('a cancel on a cluster of a turn the journal leases to this very node',
       find: (id) => Promise.resolve({ name: id, url: `http://${id}.example:4200` }),
       self: 'node-b',
       here,
+      closing: closing.signal,
     };
   }
 
@@ -356,5 +362,26 @@ describe('a cancel on a cluster of a turn the journal leases to this very node',
         'cannot cancel the turn of agent "agent-a1" yet: turn "t1" is resuming on this node, which took it over (decision 0061); try again in a few seconds',
       details: { turnId: 't1', resuming: true },
     });
+  });
+
+  it('stops waiting when the kernel shuts down, saying the turn will not resume here and to try again', async () => {
+    await runOnA('t1');
+    const cancel = cancelElsewhere(
+      cancelParts(() => undefined),
+      { id: 'a1', name: 'agent-a1' },
+      undefined,
+    );
+    await clock.advance(RESUMING_HERE_POLL_MS);
+    await waitFor('the cancel to wait again', () => clock.pending() === 1);
+    const stopped = clock.now();
+    closing.abort();
+    expect(await cancel).toMatchObject({
+      code: 'TURN_ELSEWHERE',
+      isRetryable: true,
+      message:
+        'cannot cancel the turn of agent "agent-a1": this node is shutting down, so turn "t1", which it took over (decision 0061), will not resume here; the node that takes it over once its lease lapses can cancel it; try again in a few seconds',
+    });
+    expect(clock.now()).toBe(stopped);
+    expect(clock.pending()).toBe(0);
   });
 });
