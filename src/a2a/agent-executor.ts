@@ -466,26 +466,24 @@ export class LoomAgentExecutor implements AgentExecutor {
    * kernel judges whether it may and names it (`CallerKernel.cancelKeyedTurn`: an owner any task's
    * turn, any other key its own), each turn ends saying who cancelled it, and the task is saved
    * canceled before this resolves, whoever reads its events (none once it waited for an approval:
-   * the SDK stops reading them at `input-required`), then published to those who do. Resolves false when no turn of the task runs here, or the
-   * request has no Loom caller (the SDK's cancel goes on as it does).
+   * the SDK stops reading them at `input-required`), then published to those who do. Does nothing when no turn of
+   * the task runs here, or the request has no Loom caller (the SDK's cancel goes on as it does).
    * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled.
    */
-  async cancelTurns(task: Task, context: ServerCallContext): Promise<boolean> {
+  async cancelTurns(task: Task, context: ServerCallContext): Promise<void> {
     const runs = this.#running.get(task.id);
     const canceller = callerOfContext(context);
-    if (runs === undefined || canceller?.kind !== 'user') return false;
+    if (runs === undefined || canceller?.kind !== 'user') return;
     const face = kernelAs(this.#kernel, principalOfCaller(canceller));
-    let by = face.byline;
     // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
     for (const run of [...runs]) {
-      ({ by } = await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) }));
+      await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) });
     }
     // And through its request's signal: one the journal does not keep (an agent type whose turns are not journaled).
-    const ended = this.#stop(task.id, turnCancelledBy(by));
-    if (ended === undefined) return true;
+    const ended = this.#stop(task.id, turnCancelledBy(face.byline));
+    if (ended === undefined) return;
     for (const bus of ended.buses) bus.publish(ended.event);
     if (this.#store !== undefined) await new ResultManager(this.#store, context).processEvent(ended.event);
-    return true;
   }
 
   /**

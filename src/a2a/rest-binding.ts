@@ -11,6 +11,7 @@ import {
 } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import { answeredMethod } from '../wire/index.ts';
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
@@ -144,7 +145,7 @@ function streamOf(stream: AsyncGenerator<StreamResponse>): Response {
  */
 export async function answerRestRequest(handler: A2ARequestHandler, request: RestRequest): Promise<Response | undefined> {
   const { path, query, context } = request;
-  const method = request.method === 'HEAD' ? 'GET' : request.method;
+  const method = answeredMethod(request.method);
   if (method === 'POST' && path === '/message:send') {
     const result = await handler.sendMessage(requireMessage(SendMessageRequest.fromJSON(await request.body())), context);
     const payload = 'messageId' in result ? { $case: 'message' as const, value: result } : { $case: 'task' as const, value: result };

@@ -18,6 +18,7 @@ import {
   kernelOfTask,
   responseArtifact,
   type TaskKernel,
+  type TaskTurnPlace,
   taskTurnPlaces,
   textOf,
   turnCanceledText,
@@ -508,19 +509,40 @@ async function turnOf(parts: TaskRecoveryParts, task: Task, agent: string): Prom
   const creator = asCreator(parts, task);
   const message = lastMessageOf(task);
   if (creator === undefined || message === undefined || agent === '') return undefined;
-  try {
-    // Where this version journals it, else where the daemon before an upgrade did.
-    for (const { key, thread } of taskTurnPlaces(task.id, message.messageId, task.contextId)) {
-      const turn = await creator.keyedTurn(agent, key, thread);
-      if (turn !== undefined) return turn;
-    }
-    return undefined;
-  } catch (error) {
+  return atTurnPlaces(
+    task,
+    message,
+    ({ key, thread }) => creator.keyedTurn(agent, key, thread),
     // Its agent gone, or out of its creator's reach now: no turn of theirs to find.
+    (error) => parts.logger.info({ err: error, taskId: task.id, agent }, 'the turn of an unfinished A2A task cannot be found'),
+  );
+}
+
+/** The kernel's refusals that a task's turn is out of reach: its agent gone, or its caller not allowed. */
+type OutOfReach = AgentNotFoundError | AccessDeniedError | CapabilityDeniedError;
+
+/**
+ * The first answer `at` gives (not undefined) at the places the turn of the task's message
+ * `message` may be journaled: where this version journals it, else where the daemon before an
+ * upgrade did. The kernel saying the turn is out of reach ({@link OutOfReach}) is told to
+ * `outOfReach`, and answers undefined.
+ */
+async function atTurnPlaces<T>(
+  task: Task,
+  message: Message,
+  at: (place: TaskTurnPlace) => Promise<T | undefined>,
+  outOfReach: (error: OutOfReach) => void,
+): Promise<T | undefined> {
+  try {
+    for (const place of taskTurnPlaces(task.id, message.messageId, task.contextId)) {
+      const found = await at(place);
+      if (found !== undefined) return found;
+    }
+  } catch (error) {
     if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;
-    parts.logger.info({ err: error, taskId: task.id, agent }, 'the turn of an unfinished A2A task cannot be found');
-    return undefined;
+    outOfReach(error);
   }
+  return undefined;
 }
 
 /**
@@ -563,18 +585,21 @@ async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string,
   const message = lastMessageOf(task);
   if (creator === undefined || message === undefined || agent === '') return true;
   const face = kernelAs(parts.kernel, principalOfCaller(by));
-  try {
-    // Where this version journals it, else where the daemon before an upgrade did (see `turnOf`).
-    for (const { key, thread } of taskTurnPlaces(task.id, message.messageId, task.contextId)) {
-      const { turn } = await face.cancelKeyedTurn(agent, key, { caller: creator, thread });
-      if (turn !== 'none') return turn !== 'elsewhere';
-    }
-  } catch (error) {
+  const done = await atTurnPlaces(
+    task,
+    message,
+    async ({ key, thread }) => {
+      const turn = await face.cancelKeyedTurn(agent, key, { caller: creator, thread });
+      return turn === 'none' ? undefined : turn !== 'elsewhere';
+    },
     // Its agent gone, or the canceller refused: nothing it may cancel.
-    if (!(error instanceof AgentNotFoundError || error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)) throw error;
-    parts.logger.warn({ err: error, taskId: task.id, agent }, 'the turn of a canceled A2A task is not cancelled: the kernel refused its canceller');
-  }
-  return true;
+    (error) =>
+      parts.logger.warn(
+        { err: error, taskId: task.id, agent },
+        `the turn of a canceled A2A task is not cancelled: ${error instanceof AgentNotFoundError ? 'its agent is gone' : 'the kernel refused its canceller'}`,
+      ),
+  );
+  return done ?? true;
 }
 
 /** How a task ends: its state, and the text of its status message (the reply, when it completed). */

@@ -259,28 +259,27 @@ export class CallerKernel {
   /**
    * Cancels, as the principal, the turn `of.caller`'s message with `idempotencyKey` started in its session (its
    * `thread`'s): that turn by its journal id, never the session's current one (an A2A task's). The principal must be
-   * allowed to cancel turns of the agent and hold that session. `by`: who the turn's end names ({@link byline});
-   * `turn`: `canceled` here, `elsewhere` (another node runs it, or will), `ended`, or `none` (the key started none).
+   * allowed to cancel turns of the agent and hold that session; the turn's end names it ({@link byline}). Resolves
+   * `canceled` here, `elsewhere` (another node runs it, or will), `ended`, or `none` (the key started none).
    * @throws {AccessDeniedError} when the principal may not cancel turns of the agent, or does not hold that session.
    */
   async cancelKeyedTurn(
     reference: string,
     idempotencyKey: string,
     of: { caller: Caller; thread?: string | undefined },
-  ): Promise<{ by: string; turn: 'canceled' | 'elsewhere' | 'ended' | 'none' }> {
+  ): Promise<'canceled' | 'elsewhere' | 'ended' | 'none'> {
     const name = this.agentName(reference);
     this.require('cancel turns', name);
     const conversation = of.caller.kind === 'user' ? new CallerKernel(this.#kernel, principalOfCaller(of.caller)).conversation(of.thread) : of.thread;
     if (!this.holds(conversation ?? null))
       throw new AccessDeniedError(`${this.byline} may not cancel a turn of agent "${name}" in a session that is not its own`);
-    const by = this.byline;
     const turn = await this.#kernel.keyedTurn(name, idempotencyKey, {
       caller: callerOf(this.principal),
       ...(conversation === undefined ? {} : { conversation }),
     });
-    if (turn === undefined) return { by, turn: 'none' };
-    if (turn.state === 'done') return { by, turn: 'ended' };
-    return { by, turn: turn.cancel(by) ? 'canceled' : 'elsewhere' };
+    if (turn === undefined) return 'none';
+    if (turn.state === 'done') return 'ended';
+    return turn.cancel(this.byline) ? 'canceled' : 'elsewhere';
   }
 
   /** The principal's own session of the agent (the main one for the owner), or the one `sessionId` names when it holds it. @throws {SessionNotFoundError} */
@@ -384,7 +383,7 @@ export class CallerKernel {
 }
 
 /** Who `principal` is, as a cancelled turn or a decision names them: `the owner` for `local`, else the key's name quoted. */
-export function bylineOf(principal: Principal): string {
+function bylineOf(principal: Principal): string {
   return principal.name === LOCAL_PRINCIPAL_NAME ? `the ${principal.role}` : `"${principal.name}"`;
 }
 

@@ -61,7 +61,8 @@ export function createKernelServices(dependencies: KernelDependencies): KernelSe
   const registry = new AgentRegistry();
   const capabilities = new CapabilityManager();
   const events = createEventBus(logger);
-  // On a store other nodes share, an agent's hour and a capped family's spending are read from it at each model call (decision 0040).
+  // On a store other nodes share, a capped family's spending is read from it at each model call, an agent's hour at most once
+  // a second per agent and node (decision 0040).
   const shared = dependencies.node?.leasesTurns === true;
   const quotas = new QuotaTracker(clock, store.usage, { shared });
   const lifetime = new LifetimeSpend(store.usage, { shared });

@@ -41,10 +41,11 @@ interface Window {
  * ({@link QuotaTracker.reserve}, through the budget ledger). Counts live in memory, seeded from
  * the usage log the first time an agent is checked, so a restart does not reset a quota and a
  * turn does not query the database; the totals are kept as spending comes and leaves, so a check
- * does not add up the hour again. On a store other nodes share (`shared`), each check and each
- * reservation reads the agent's hour from the log first, so that what the other nodes' turns have
- * committed counts (decision 0040): the window is then the log's total, with what this node's
- * calls spent that it has not written yet ({@link SharedTotals}).
+ * does not add up the hour again. On a store other nodes share (`shared`), a check or a reservation
+ * reads the agent's hour from the log first, at most once a second per agent and node
+ * ({@link QUOTA_READ_EVERY_MS}), so that what the other nodes' turns have committed counts
+ * (decision 0040): the window is then the log's total, with what this node's calls spent that it
+ * has not written yet ({@link SharedTotals}).
  */
 export class QuotaTracker {
   readonly #clock: Clock;
@@ -95,9 +96,9 @@ export class QuotaTracker {
   }
 
   /**
-   * On a store other nodes share: the agent's window as the usage log holds it now (one statement,
-   * the sums of its rows of the hour, from the `agent_id, at` index), with what this node's calls
-   * spent that it has not written yet. A window that has reached a limit is refused, saying when
+   * On a store other nodes share: the agent's window as the usage log holds it (one statement, the
+   * sums of its rows of the hour, from the `agent_id, at` index; a read less than
+   * {@link QUOTA_READ_EVERY_MS} old stands), with what this node's calls spent that it has not written yet. A window that has reached a limit is refused, saying when
    * it frees from its oldest rows in the log.
    * @throws {QuotaExceededError} as {@link QuotaTracker.check} does.
    */

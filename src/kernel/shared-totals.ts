@@ -115,9 +115,10 @@ export class UnloggedSpend {
 /**
  * Accounts of spending (an agent's hour, a family's life) kept on a store other nodes share
  * (decision 0040, "On a cluster the log is read at every call"): before each reservation, an
- * account's total is read from the usage log, which holds what every node has committed, and is
- * that total plus what this node's work has spent that it has not written yet (each piece of work
- * keeps its own: {@link UnloggedSpend}). What this node writes while the log is read may be in the
+ * account's total is read from the usage log, which holds what every node has committed, at every
+ * call (a family's life) or at most once per {@link ReadEvery.maxAgeMs} (an agent's hour: once a
+ * second per agent and node, the read standing meanwhile), and is that total plus what this node's
+ * work has spent that it has not written yet (each piece of work keeps its own: {@link UnloggedSpend}). What this node writes while the log is read may be in the
  * total or not: it is counted (twice until the next read, if it is), never missed, and a total that
  * would refuse is read once more first. A read answered after a later read of the same account is
  * not taken. Alone, an account is read once and needs none of this.

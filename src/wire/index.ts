@@ -6,7 +6,8 @@
  * of its bundle.
  */
 export * from './views.ts';
-export { answeredMethod, apiClient, isEventStream, pathOf, wireRoute } from './api-client.ts';
+export { apiClient, pathOf, wireRoute } from './api-client.ts';
+export { answeredMethod, isEventStream } from './http-rules.ts';
 export type { ApiClient, ApiRequestInit, CallArgs, CallInput, WireRoute } from './api-client.ts';
 export {
   ApprovalDecisionBodySchema,

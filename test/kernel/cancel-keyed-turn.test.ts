@@ -55,18 +55,18 @@ describe("cancelling the turn another caller's message started, by its key", () 
       '"other-bot" may not cancel a turn of agent "helper-slow" in a session that is not its own',
     );
     expect(host.kernel.turnCounts().running).toBe(1);
-    expect(await kernelAs(host.kernel, ADMIN).cancelKeyedTurn('helper-slow', 'k-1', of)).toEqual({ by: '"admin"', turn: 'canceled' });
+    expect(await kernelAs(host.kernel, ADMIN).cancelKeyedTurn('helper-slow', 'k-1', of)).toBe('canceled');
     expect(await ended).toContain('the turn was cancelled by "admin"');
   });
 
   it('is allowed to the owner and to the creator, naming each; an ended turn or an unknown key is left as it is', async () => {
     const { ended } = await creatorsTurn();
-    expect(await kernelAs(host.kernel, CREATOR).cancelKeyedTurn('helper-slow', 'k-1', of)).toEqual({ by: '"helper-bot"', turn: 'canceled' });
+    expect(await kernelAs(host.kernel, CREATOR).cancelKeyedTurn('helper-slow', 'k-1', of)).toBe('canceled');
     expect(await ended).toContain('the turn was cancelled by "helper-bot"');
     const [record] = await host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel'] });
     expect(record?.data).toMatchObject({ via: 'user:helper-bot', message: expect.stringContaining('cancelled by "helper-bot"') as string });
     const owner = kernelAs(host.kernel, ADMIN);
-    expect(await owner.cancelKeyedTurn('helper-slow', 'k-1', of)).toEqual({ by: '"admin"', turn: 'ended' });
-    expect(await owner.cancelKeyedTurn('helper-slow', 'k-2', of)).toEqual({ by: '"admin"', turn: 'none' });
+    expect(await owner.cancelKeyedTurn('helper-slow', 'k-1', of)).toBe('ended');
+    expect(await owner.cancelKeyedTurn('helper-slow', 'k-2', of)).toBe('none');
   });
 });
