@@ -16,7 +16,7 @@ import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/ta
 import type { Kernel, KeyedTurn, SendOptions } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
-import { createRecordingLogger } from '../support/recording-logger.ts';
+import { createRecordingLogger, type LogEntry, type RecordingLogger } from '../support/recording-logger.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -57,6 +57,17 @@ function recoveryServer(
 ): A2aServer {
   const { clock } = options;
   return createA2aServer({ ...options, config: ConfigSchema.parse({}), now: () => clock.now() });
+}
+
+/** A recovery server (`server`) on `options`, logging to a recording logger, once it has told its first line (at its start). */
+async function startedRecovery(
+  options: Omit<Parameters<typeof recoveryServer>[0], 'logger'>,
+): Promise<{ recovered: A2aServer; logger: RecordingLogger; told: LogEntry }> {
+  const logger = createRecordingLogger();
+  const told = logger.next('info');
+  const recovered = recoveryServer({ ...options, logger });
+  server = recovered;
+  return { recovered, logger, told: await told };
 }
 
 /** `base` with some of its methods replaced: a store that fails or waits where a test says. */
@@ -154,16 +165,12 @@ describe('the recovery of unfinished A2A tasks', () => {
     let turnCanceled = 0;
     const counts = { currentCanceled: 0 };
     const turn = runningTurn({ here: () => here, result: () => Promise.reject(TURN_RUNNING()), cancel: () => (turnCanceled += 1) });
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({
+    const { recovered } = await startedRecovery({
       kernel: findingTurns(kernel, () => Promise.resolve(turn), counts),
       repository: harness.repository,
-      logger,
       clock,
     });
-    await told;
-    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    const client = await a2aClient(await listen(recovered), 'thinker', 'none');
     const canceled = await client.cancelTask({ tenant: '', id: tasks[0]?.id ?? '', metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await nextTurn();
@@ -194,16 +201,12 @@ describe('the recovery of unfinished A2A tasks', () => {
         return read;
       },
     });
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({
+    const { recovered, logger } = await startedRecovery({
       kernel: findingTurns(kernel, () => Promise.resolve(turn)),
       repository,
-      logger,
       clock,
     });
-    await told;
-    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    const client = await a2aClient(await listen(recovered), 'thinker', 'none');
     let canceled: Promise<unknown> | undefined;
     cancelOnRead = async () => {
       canceled = client.cancelTask({ tenant: '', id, metadata: undefined });
@@ -377,21 +380,17 @@ describe('the recovery of unfinished A2A tasks', () => {
       createdAt: 0,
     });
     const records: Omit<EventRecord, 'seq'>[] = [];
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({
+    const { recovered } = await startedRecovery({
       kernel: findingTurns(kernel, finding),
       repository: harness.repository,
-      logger,
       clock,
       push: { repository: configs, clock, record: (event) => Promise.resolve(void records.push(event)) },
     });
-    await told;
     await clock.advance(TASK_RECOVERY_RETRY_MS);
     await waitFor('the task to be canceled', async () => (await harness.repository.get(id))?.state === 'TASK_STATE_CANCELED');
     await waitFor('the webhook to be told', () => records.length > 0);
     // Every delivery taken is done.
-    await server.drain();
+    await recovered.drain();
     expect(records.filter((record) => record.data['state'] === 'TASK_STATE_CANCELED')).toHaveLength(1);
   });
 
@@ -408,16 +407,12 @@ describe('the recovery of unfinished A2A tasks', () => {
         return Promise.resolve({ ...runningTurn({ here: () => false }), state: 'done', result: () => Promise.resolve(RESULT) });
       return Promise.resolve(runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) }));
     };
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({
+    const { recovered, logger } = await startedRecovery({
       kernel: findingTurns(kernel, finding),
       repository: harness.repository,
-      logger,
       clock,
     });
-    await told;
-    const client = await a2aClient(await listen(server), 'thinker', 'none');
+    const client = await a2aClient(await listen(recovered), 'thinker', 'none');
     expect((await client.cancelTask({ tenant: '', id: broken, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     for (let round = 1; round <= 3; round += 1) await clock.advance(TASK_RECOVERY_RETRY_MS);
     await waitFor('the second task to be completed', async () => (await harness.repository.get(fine))?.state === 'TASK_STATE_COMPLETED');
@@ -436,15 +431,11 @@ describe('the recovery of unfinished A2A tasks', () => {
       if ((lookups += 1) === 3) server?.close();
       return Promise.resolve(runningTurn({ here: () => false, result: () => Promise.reject(TURN_RUNNING()) }));
     };
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({
+    const { logger } = await startedRecovery({
       kernel: findingTurns(kernel, finding),
       repository: harness.repository,
-      logger,
       clock,
     });
-    await told;
     await clock.advance(TASK_RECOVERY_RETRY_MS);
     await waitFor('the round to look a turn up', () => lookups === 3);
     await nextTurn();
@@ -710,10 +701,8 @@ describe('the recovery of unfinished A2A tasks', () => {
             }
           : Reflect.get(target, property, receiver),
     });
-    const logger = createRecordingLogger();
-    const told = logger.next('info');
-    server = recoveryServer({ kernel: strandedKernel, repository: first.repository, logger, clock });
-    expect((await told).message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store says they run, not here\)/);
+    const { logger, told } = await startedRecovery({ kernel: strandedKernel, repository: first.repository, clock });
+    expect(told.message).toMatch(/could not yet say what became of the turns of 1 unfinished A2A task\(s\) \(the store says they run, not here\)/);
     // Past the 10 minutes a turn on another node is waited for, and past every retry.
     for (let waited = 0; waited <= TASK_RECOVERY_RETRY_MS * (TASK_RECOVERY_ATTEMPTS + 2); waited += 2000) await clock.advance(2000);
     await waitFor('the recovery to give up', () => logger.entries.some((entry) => /gave up asking/.test(entry.message ?? '')));
