@@ -194,6 +194,33 @@ describe.each<ClientKind>(['legacy-streamable', 'modern', 'legacy-sse'])('the da
     await closed;
   });
 
+  it("answers a resources/read still running MCP_CALLS_DRAIN_MS after the stop began that the daemon is stopping, in a read's words", async () => {
+    const { url, server, stop } = await serveHelper();
+    const client = await connectClient(url, kind);
+    clients.push(client);
+    let reading = false;
+    // A read that never ends by itself.
+    const spy = vi.spyOn(server.host.kernel, 'session').mockImplementation(() => {
+      reading = true;
+      return new Promise(() => undefined);
+    });
+    cleanups.push(() => spy.mockRestore());
+    const resource = client.readResource({ uri: 'loom://agents/helper/session' });
+    const outcome = resource.then(
+      () => 'read',
+      (error: unknown) => (error as Error).message,
+    );
+    await waitFor('the read to reach the kernel', () => reading);
+
+    const { drained, closed } = stop();
+    await server.host.clock.advance(MCP_CALLS_DRAIN_MS);
+    expect(await outcome).toContain(
+      `cannot read the session: the daemon is stopping, and the read was still running ${MCP_CALLS_DRAIN_MS / 1000} s after the stop began; it was cancelled, read it again once the daemon is back`,
+    );
+    await drained;
+    await closed;
+  });
+
   it('does not wait for the stream the client listens on for list changes: the stop ends it, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     let changed = false;

@@ -75,17 +75,46 @@ function counted<T>(running: Set<Promise<unknown>>, work: Promise<T>): Promise<T
   return work;
 }
 
+/** What the stop cut, in the words its client is told. */
+interface CutWork {
+  action: string;
+  noun: string;
+  again: string;
+}
+
+const CUT_CALL: CutWork = { action: 'finish the call', noun: 'call', again: 'call again' };
+const CUT_READ: CutWork = { action: 'read the session', noun: 'read', again: 'read it again' };
+
+/** Why the stop cancelled `work`, still running `withinMs` after the stop began (0: the stop did not wait). */
+function cutMessage(work: CutWork, withinMs: number): string {
+  const late = withinMs > 0 ? `, and the ${work.noun} was still running ${withinMs / 1000} s after the stop began` : '';
+  return `cannot ${work.action}: the daemon is stopping${late}; it was cancelled, ${work.again} once the daemon is back`;
+}
+
+/** The stop's reason for cancelling what still runs: a call's words; {@link cutMessage} gives another request's. */
+class CutAtStop extends Error {
+  /** How long after the stop began the work was cut (0: the stop did not wait). */
+  readonly withinMs: number;
+
+  constructor(withinMs: number) {
+    super(cutMessage(CUT_CALL, withinMs));
+    this.withinMs = withinMs;
+  }
+}
+
 /**
  * `directory` whose calls (an agent's turn, a tool) are counted in `running` while they run, and
- * whose calls and session reads end when `stop` aborts: cancelled, and failed at once with its
- * reason, which the client gets as the call's tool error (a read's error).
+ * whose calls and session reads end when `stop` aborts (its reason a {@link CutAtStop}): cancelled,
+ * and failed at once with the reason, which the client gets as the call's tool error (a read's
+ * error, in a read's words).
  */
 function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal, running: Set<Promise<unknown>>): AgentDirectory {
-  const untilStop = async <T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>): Promise<T> => {
-    stop.throwIfAborted();
+  const untilStop = async <T>(signal: AbortSignal, call: (signal: AbortSignal) => Promise<T>, work: CutWork): Promise<T> => {
+    const cut = (): Error => (work === CUT_CALL ? (stop.reason as Error) : new Error(cutMessage(work, (stop.reason as CutAtStop).withinMs)));
+    if (stop.aborted) throw cut();
     let onStop: () => void = () => undefined;
     const stopped = new Promise<never>((_resolve, reject) => {
-      onStop = () => reject(stop.reason as Error);
+      onStop = () => reject(cut());
       stop.addEventListener('abort', onStop, { once: true });
     });
     try {
@@ -95,10 +124,10 @@ function stoppableDirectory(directory: AgentDirectory, stop: AbortSignal, runnin
     }
   };
   return {
-    ...wrapCalls(directory, (signal, call) => counted(running, untilStop(signal, call))),
+    ...wrapCalls(directory, (signal, call) => counted(running, untilStop(signal, call, CUT_CALL))),
     // A read of a session (a database round trip) is its request's: the request is counted.
     session: (agentName, principal, signal, thread) =>
-      untilStop(signal ?? new AbortController().signal, (joined) => directory.session(agentName, principal, joined, thread)),
+      untilStop(signal ?? new AbortController().signal, (joined) => directory.session(agentName, principal, joined, thread), CUT_READ),
   };
 }
 
@@ -245,8 +274,7 @@ export function createMcpHttpHandler(options: McpHttpHandlerOptions): McpHttpHan
       // client gets as a tool error (a read, as its error).
       const callsWithinMs = closeOptions.callsWithinMs ?? 0;
       if (!(callsWithinMs > 0 && (await within(clock, callsWithinMs, allEnded(running))))) {
-        const late = callsWithinMs > 0 ? `, and the call was still running ${callsWithinMs / 1000} s after the stop began` : '';
-        stopCalls.abort(new Error(`cannot finish the call: the daemon is stopping${late}; it was cancelled, call again once the daemon is back`));
+        stopCalls.abort(new CutAtStop(callsWithinMs));
         await allEnded(running);
       }
       // The SDK writes a request's answer on its stream a few promise steps after its handler returned; a turn of the event loop lets it.
