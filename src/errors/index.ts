@@ -27,7 +27,7 @@ export { StoreNotFoundError } from './store-not-found-error.ts';
 export { toErrorResponse } from './to-error-response.ts';
 export type { ErrorBody, ErrorResponse } from './to-error-response.ts';
 export { TokenBudgetExceededError } from './token-budget-exceeded-error.ts';
-export { TurnCancelledError, turnCancelledBy } from './turn-cancelled-error.ts';
+export { TurnCancelledError, turnCancelledAs, turnCancelledBy } from './turn-cancelled-error.ts';
 export { TurnNotRunningError } from './turn-not-running-error.ts';
 export { SessionNotFoundError } from './session-not-found-error.ts';
 export { UnauthorizedError } from './unauthorized-error.ts';

@@ -11,3 +11,12 @@ export class TurnCancelledError extends LoomError {
 export function turnCancelledBy(by: string): TurnCancelledError {
   return new TurnCancelledError(`the turn was cancelled by ${by}; what it said before is kept in the session`);
 }
+
+/**
+ * The error a client told of a cancelled turn after its end gets (a retry with the turn's idempotency key, a
+ * follower on another node of a cluster): `reason`, the message the turn ended with where it ran (a cancel's
+ * names who cancelled it), as the turn's own caller got it.
+ */
+export function turnCancelledAs(reason: string | undefined): TurnCancelledError {
+  return new TurnCancelledError(reason ?? 'the turn was cancelled');
+}

@@ -1,5 +1,5 @@
 import type { Clock, NumberedTurnStep, Store, TurnJournalHead } from '../contracts/index.ts';
-import { LoomError, TurnCancelledError } from '../errors/index.ts';
+import { LoomError, turnCancelledAs } from '../errors/index.ts';
 import type { AgentEvent, TurnResult } from '../runtime/index.ts';
 import type { KernelEvent } from './event-bus.ts';
 import { errorEvent } from './event-stream.ts';
@@ -270,7 +270,7 @@ async function endOf(
   let final: AgentEvent;
   if (result !== undefined) final = { type: 'run-finish', result };
   // Its reason is the message the turn ended with on its node (naming who cancelled it), as its clients there got it.
-  else if (status === 'cancelled') final = errorEvent(new TurnCancelledError(reason ?? 'the turn was cancelled'));
+  else if (status === 'cancelled') final = errorEvent(turnCancelledAs(reason));
   else
     final = errorEvent(
       new LoomError(

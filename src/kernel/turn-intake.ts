@@ -1,5 +1,5 @@
 import type { Clock, IdGenerator, Logger, Store, TurnJournalOpen, TurnJournalRecord } from '../contracts/index.ts';
-import { LoomError, StoreConflictError, TurnCancelledError } from '../errors/index.ts';
+import { LoomError, StoreConflictError, turnCancelledAs } from '../errors/index.ts';
 import type { TurnResult } from '../runtime/index.ts';
 import type { AgentEntry } from './agent-entry.ts';
 import type { Caller } from './agent-runtime.ts';
@@ -105,10 +105,11 @@ export class TurnIntake {
         `the message with idempotency key "${earlier.idempotencyKey ?? ''}" started a turn that is still running on another node; retry later`,
       );
     }
-    const reason = typeof outcome['reason'] === 'string' ? outcome['reason'] : 'it did not finish';
+    const reason = typeof outcome['reason'] === 'string' ? outcome['reason'] : undefined;
     if (outcome['status'] === 'finished') return finishTurn(outcome['result'] as unknown as TurnResult, options.emit ?? noEvents);
-    if (outcome['status'] === 'cancelled') throw new TurnCancelledError(`the turn this message started was cancelled: ${reason}`);
-    throw new LoomError('TURN_FAILED', 'system', `the turn this message started failed: ${reason}`);
+    // Its reason is the message the first request got (a cancel's names who cancelled it): told as it was.
+    if (outcome['status'] === 'cancelled') throw turnCancelledAs(reason);
+    throw new LoomError('TURN_FAILED', 'system', `the turn this message started failed: ${reason ?? 'it did not finish'}`);
   }
 
   /**

@@ -88,6 +88,24 @@ describe('Idempotency-Key on a message', () => {
     expect(model.requests).toHaveLength(3);
   });
 
+  it('tells a retry of a turn that was cancelled what the first request was told: who cancelled it, said once', async () => {
+    model.script([{ text: 'Half a reply', gate: held }]);
+    const first = api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hello', 'cancelled-1')));
+    await waitFor("the first turn's model call", () => model.requests.length === 1);
+    const cancel = await api.request('/api/agents/helper-teller/turn/cancel', as('admin-secret', { method: 'POST' }));
+    expect(cancel.status).toBe(200);
+    const told = await first;
+    expect(told.status).toBe(409);
+    const expected = { error: { code: 'TURN_CANCELLED', message: 'the turn was cancelled by "admin"; what it said before is kept in the session' } };
+    expect(await told.json()).toMatchObject(expected);
+
+    // Once the turn is over, the retry reads how it ended from its journal.
+    const again = await api.request('/api/agents/helper-teller/messages', as('admin-secret', message('Hello', 'cancelled-1')));
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject(expected);
+    expect(model.requests).toHaveLength(1);
+  });
+
   it('works on /v1/chat/completions', async () => {
     model.script([{ text: 'Once.' }, { text: 'Twice.' }]);
     const texts: string[] = [];
