@@ -30,8 +30,9 @@ function retryAfterSeconds(details: Record<string, unknown>, now: number): numbe
 /**
  * The one place errors become HTTP responses: a status by the error's code (400, 401, 403, 404,
  * 409, 413, 415, 429, 502, 503, 504 stay distinct), the body `{ error: { code, message } }`, and
- * `Retry-After` for 429s and for a store failure that may pass (503). An error that is not a LoomError is a bug: it is logged and answered
- * with a 500 that does not leak its message.
+ * `Retry-After` for 429s, for a store failure that may pass (503) and for a retryable refusal that says
+ * when (`details.retryAfterSeconds`: a cancel of a turn resuming on this node, 409). An error that is
+ * not a LoomError is a bug: it is logged and answered with a 500 that does not leak its message.
  *
  * @example
  * const { status, body, headers } = toErrorResponse(new AgentNotFoundError('x'), clock.now(), logger);
@@ -53,7 +54,8 @@ export function toErrorResponse(error: unknown, now: number, logger: Logger): Er
   }
   // RFC 9110: a 401 says how to authenticate (MCP clients read it to find the scheme).
   if (status === 401) headers['www-authenticate'] = 'Bearer realm="loom"';
-  if (status === 429) {
+  // A refusal that says when to ask again (a quota, the rate limit, a cancel of a turn another node is taking over).
+  if (status === 429 || error.isRetryable) {
     const seconds = retryAfterSeconds(error.details, now);
     if (seconds !== undefined) headers['retry-after'] = String(seconds);
   }

@@ -248,6 +248,7 @@ export async function openHost(options: HostOptions): Promise<Host> {
         find: (id) => joined.liveNode(id),
         othersAlive: () => joined.othersAlive(),
         leasesTurns,
+        turnLeaseMs: options.config.cluster.turn_lease_seconds * 1000,
         ...(joined.exclusive === undefined ? {} : { exclusive: joined.exclusive.bind(joined) }),
       },
     });

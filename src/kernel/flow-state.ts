@@ -56,6 +56,8 @@ export interface MessageFlowParts {
     subscribe(listener: (event: KernelEvent) => void): () => void;
     /** The node `id` when it runs now, with how it is shown: named to a client asking this node to cancel that node's turn. */
     find(id: string): Promise<{ name: string; url: string | null } | undefined>;
+    /** How long a node holds a running turn without renewing its lease (`KernelNode.turnLeaseMs`). */
+    leaseMs: number;
   };
 }
 

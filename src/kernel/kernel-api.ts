@@ -65,6 +65,11 @@ export interface KernelNode extends ApprovalNode {
    */
   leasesTurns?: boolean;
   /**
+   * How long a node holds a running turn without renewing its lease (`[cluster] turn_lease_seconds`,
+   * decision 0061): a turn whose node stopped is taken over within it (and a second). 15 s when not given.
+   */
+  turnLeaseMs?: number;
+  /**
    * With nodes sharing the store: runs `work` while no other node runs its own (a lock in the
    * database). Spawns and updates run in it, after reading again from the store the agents they
    * judge by, which another node may have changed since this one heard of it.

@@ -18,6 +18,7 @@ import { KernelTools } from './kernel-tools.ts';
 import { ManifestAdmission } from './manifest-admission.ts';
 import { createMessageFlow } from './message-flow.ts';
 import { auditTurns } from './turn-audit.ts';
+import { DEFAULT_TURN_LEASE_MS } from './turn-followed-elsewhere.ts';
 import { type ResumeParts, resumeTurn, resumeTurns } from './turn-journal.ts';
 import { createWakeRuns } from './wake-runs.ts';
 
@@ -68,7 +69,16 @@ export function createKernel(services: KernelServices, forged: EmergentEngine): 
     recentFailures: trackRecentFailures(events, clock),
     announce: (event) => events.publish(event),
     // On a cluster a turn another node runs is followed here from its journal, read again at each event of its agent.
-    ...(node?.leasesTurns === true ? { cluster: { nodeId: node.id, subscribe: (listener) => events.subscribe(listener), find: (id) => node.find(id) } } : {}),
+    ...(node?.leasesTurns === true
+      ? {
+          cluster: {
+            nodeId: node.id,
+            subscribe: (listener) => events.subscribe(listener),
+            find: (id) => node.find(id),
+            leaseMs: node.turnLeaseMs ?? DEFAULT_TURN_LEASE_MS,
+          },
+        }
+      : {}),
   });
   // Every turn, whichever door asked for it, leaves a record of how it ended in the audit log.
   const turns = auditTurns(flow, {

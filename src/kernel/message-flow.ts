@@ -251,7 +251,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       if (turn === undefined && cluster !== undefined) {
         const here = (): LiveTurn | undefined => liveTurns.current(agent.id, conversation);
         const elsewhere = await cancelElsewhere(
-          { store, clock, find: (id) => cluster.find(id), self: cluster.nodeId, here, closing: closing.signal },
+          { store, clock, find: (id) => cluster.find(id), self: cluster.nodeId, leaseMs: cluster.leaseMs, here, closing: closing.signal },
           agent,
           conversation,
         );

@@ -79,6 +79,16 @@ export async function runningElsewhere(store: Store, agentId: string, conversati
 export const RESUMING_HERE_WAIT_MS = 2_000;
 export const RESUMING_HERE_POLL_MS = 50;
 
+/** A node's lease on a running turn when the kernel is not told it (`[cluster] turn_lease_seconds`' default). */
+export const DEFAULT_TURN_LEASE_MS = 15_000;
+
+/**
+ * How soon a cancel refused for a turn another node is to take over may be asked again (its
+ * `Retry-After`): once the turn's lease lapsed, within `leaseMs`, and the next look for such turns
+ * (every second) took it over.
+ */
+const afterTakeover = (leaseMs: number): number => Math.ceil(leaseMs / 1000) + 1;
+
 /** What {@link cancelElsewhere} needs from the kernel. */
 export interface CancelElsewhereParts<T> {
   store: Store;
@@ -87,6 +97,8 @@ export interface CancelElsewhereParts<T> {
   find(id: string): Promise<{ name: string; url: string | null } | undefined>;
   /** This node's id, as the journal leases turns to it. */
   self: string;
+  /** How long a node holds a running turn without renewing its lease: a refusal to try again says when. */
+  leaseMs: number;
   /** The turn of that session running (or waiting) here now, if any. */
   here(): T | undefined;
   /** Aborts when the kernel shuts down: a turn resuming here waited for is waited for no longer. */
@@ -119,7 +131,7 @@ export async function cancelElsewhere<T>(
           'TURN_ELSEWHERE',
           'user',
           `cannot cancel the turn of agent "${agent.name}": this node is shutting down, so turn "${turn.id}", which it took over (decision 0061), will not resume here; the node that takes it over once its lease lapses can cancel it; try again in a few seconds`,
-          { details: { agent: agent.name, turnId: turn.id }, isRetryable: true },
+          { details: { agent: agent.name, turnId: turn.id, retryAfterSeconds: afterTakeover(parts.leaseMs) }, isRetryable: true },
         );
       const here = parts.here();
       if (here !== undefined) return { here };
@@ -131,7 +143,7 @@ export async function cancelElsewhere<T>(
       'TURN_ELSEWHERE',
       'user',
       `cannot cancel the turn of agent "${agent.name}" yet: turn "${turn.id}" is resuming on this node, which took it over (decision 0061); try again in a few seconds`,
-      { details: { agent: agent.name, turnId: turn.id, resuming: true }, isRetryable: true },
+      { details: { agent: agent.name, turnId: turn.id, resuming: true, retryAfterSeconds: RESUMING_HERE_WAIT_MS / 1000 }, isRetryable: true },
     );
   }
   const node = turn.nodeId === null ? undefined : await parts.find(turn.nodeId);
@@ -139,8 +151,14 @@ export async function cancelElsewhere<T>(
     node === undefined
       ? 'on a node that no longer answers: another node takes it over once its lease lapses (decision 0061), and can cancel it then; try again in a few seconds'
       : `on node "${node.name}"${node.url === null ? '' : ` (${node.url})`}: cancel it there, with the same request`;
+  // A turn whose node no longer answers may be cancelled here or elsewhere once it is taken over: asked again then.
   return new LoomError('TURN_ELSEWHERE', 'user', `cannot cancel the turn of agent "${agent.name}" on this node: turn "${turn.id}" runs ${where}`, {
-    details: { agent: agent.name, turnId: turn.id, ...(node === undefined ? {} : { node: node.name, url: node.url }) },
+    details: {
+      agent: agent.name,
+      turnId: turn.id,
+      ...(node === undefined ? { retryAfterSeconds: afterTakeover(parts.leaseMs) } : { node: node.name, url: node.url }),
+    },
+    isRetryable: node === undefined,
   });
 }
 

@@ -324,6 +324,7 @@ describe('a cancel on a cluster of a turn the journal leases to this very node',
       clock,
       find: (id) => Promise.resolve({ name: id, url: `http://${id}.example:4200` }),
       self: 'node-b',
+      leaseMs: 15_000,
       here,
       closing: closing.signal,
     };
