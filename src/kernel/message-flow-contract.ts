@@ -155,8 +155,9 @@ export interface MessageFlow {
    * come, ending with `run-finish` or `error` once it is committed. With `after` (the id of the
    * last event a client got, `Last-Event-ID`), only those after it (see `LiveTurn.follow`). On a
    * cluster, a turn another node runs is followed from its journal (`followElsewhere`) until
-   * `signal` aborts.
-   * @throws {TurnNotRunningError} when it has none, or when `after` names an event of a turn that has ended.
+   * `signal` aborts, and one that ended there lately gives a client back with `after` its end.
+   * @throws {TurnNotRunningError} when it has none, or when `after` names an event of a turn that has ended (and, on a
+   *   cluster, did not end elsewhere within the last two minutes).
    */
   followTurn(agent: AgentEntry, conversation?: string, after?: EventId, signal?: AbortSignal): Promise<AsyncIterable<FollowedEvent>>;
   /**

@@ -222,7 +222,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
       try {
         return liveTurns.follow(agent, conversation, after, clock.now());
       } catch (error) {
-        // On a cluster the turn may run on another node: followed from its journal.
+        // On a cluster the turn may run on another node: followed from its journal (or, ended lately, told its end).
         const { cluster } = parts;
         if (!(error instanceof TurnNotRunningError) || cluster === undefined) throw error;
         const elsewhere = await followElsewhere(
@@ -233,8 +233,7 @@ export function createMessageFlow(parts: MessageFlowParts): MessageFlow {
             here: (turnId, from) => liveTurns.followHere(agent.id, conversation, turnId, from, clock.now()),
             closing: closing.signal,
           },
-          agent.id,
-          conversation,
+          { agentId: agent.id, sessionId: sessionOf(agent, conversation), conversation },
           after,
           signal,
         );

@@ -1,8 +1,7 @@
 import type { Clock, NumberedTurnStep, Store, TurnJournalHead } from '../contracts/index.ts';
-import { LoomError, turnCancelledAs } from '../errors/index.ts';
-import type { AgentEvent, TurnResult } from '../runtime/index.ts';
+import { LoomError } from '../errors/index.ts';
 import type { KernelEvent } from './event-bus.ts';
-import { errorEvent } from './event-stream.ts';
+import { endedLately, endOf } from './followed-turn-end.ts';
 import {
   type EventId,
   eventId,
@@ -14,9 +13,8 @@ import {
   type StreamEntry,
   type StreamStepData,
 } from './live-turns.ts';
-import { resultOf } from './turn-commit.ts';
+import { PushQueue } from './push-queue.ts';
 import { readRequest } from './turn-journal.ts';
-import { committedTurnOf } from './turn-record.ts';
 
 /**
  * How often the journal of a turn running on another node is read again while a client here
@@ -44,22 +42,32 @@ export interface FollowElsewhereParts {
  * there), the steps after those it read read again at every event of its agent this node hears
  * and every {@link FOLLOW_ELSEWHERE_POLL_MS}; once this node runs the turn (it took it over), its
  * events as they come; once the turn ended elsewhere, the rest of its text and its end, from the
- * session. It stops when `signal` aborts (the client left) or the kernel shuts down.
- * @returns undefined when the journal holds no such running turn.
+ * session. It stops when `signal` aborts (the client left) or the kernel shuts down. A client that
+ * comes back with an event of a turn that ended elsewhere within the last two minutes gets its end
+ * (see `endedLately`); `where` names the session of the agent it asks about.
+ * @returns undefined when the journal holds no such running turn, and no such turn ended lately.
  */
 export async function followElsewhere(
   parts: FollowElsewhereParts,
-  agentId: string,
-  conversation: string | undefined,
+  where: { agentId: string; sessionId: string; conversation: string | undefined },
   after: EventId | undefined,
   signal: AbortSignal | undefined,
 ): Promise<AsyncIterable<FollowedEvent> | undefined> {
-  const session = conversation ?? null;
+  const { agentId, sessionId } = where;
+  const session = where.conversation ?? null;
   // Its steps are read for a follower only: `GET …/session` reads the turn alone (`runningElsewhere`).
   const turnId = after?.turnId ?? (await parts.store.turns.runningOn(agentId, session))?.id;
   const read = turnId === undefined ? undefined : await parts.store.turns.stepsSince(turnId, 0, 'stream');
-  if (read === undefined || read.turn.state !== 'running' || read.turn.agentId !== agentId || read.turn.conversation !== session) return undefined;
-  return journalEvents(parts, read.turn, read.steps, after, signal);
+  const ours = read !== undefined && read.turn.agentId === agentId && read.turn.conversation === session;
+  if (ours && read.turn.state === 'running') return journalEvents(parts, read.turn, read.steps, after, signal);
+  if (after === undefined) return undefined;
+  // A client back after the end, with an event of the turn: its end, from the session, while its node keeps its events.
+  const ended = await endedLately(parts, { id: after.turnId, agentId, sessionId }, ours ? read.turn : undefined);
+  if (ended === undefined) return undefined;
+  const queue = new PushQueue<FollowedEvent>();
+  for (const event of ended) queue.push(event);
+  queue.close();
+  return queue;
 }
 
 /**
@@ -222,93 +230,4 @@ async function* journalEvents(
     signal?.removeEventListener('abort', stop);
     parts.closing.removeEventListener('abort', stop);
   }
-}
-
-/** The text of the `text-delta` events of `entries` up to event number `seq`, as a follower was shown it. */
-function textUpTo(entries: readonly StreamEntry[], seq: number): string {
-  let text = '';
-  for (const entry of entries) {
-    if (entry.first > seq || entry.event.type !== 'text-delta') continue;
-    text += entry.seq <= seq ? entry.event.text : entry.event.text.slice(0, entry.ends?.[seq - entry.first] ?? 0);
-  }
-  return text;
-}
-
-/** How a turn ended, as a follower of another node's turn is told it: its text when known (`said`). */
-interface Ending {
-  status: 'finished' | 'cancelled' | 'failed' | 'unknown';
-  result?: TurnResult;
-  reason?: string;
-  said?: string;
-}
-
-/**
- * How turn `turn` ended: as its journal keeps it done (`done`, a turn with a key), else as its
- * session's stored messages keep it. A keyed turn that did not finish keeps no text in its
- * journal: its text is read from the session, when it still holds the turn.
- */
-async function endingOf(store: Store, turn: TurnJournalHead, done: TurnJournalHead | undefined): Promise<Ending> {
-  const outcome = done?.state === 'done' ? done.outcome : null;
-  if (outcome?.['status'] === 'finished' && outcome['result'] !== null && outcome['result'] !== undefined) {
-    const result = outcome['result'] as unknown as TurnResult;
-    return { status: 'finished', result, said: result.text };
-  }
-  const committed = committedTurnOf((await store.sessions.get(turn.sessionId))?.messages ?? [], turn.id);
-  const status = outcome?.['status'] ?? committed?.record.status;
-  const reason = typeof outcome?.['reason'] === 'string' ? outcome['reason'] : (committed?.record.reason ?? undefined);
-  const known = { ...(reason === undefined ? {} : { reason }), ...(committed === undefined ? {} : { said: committed.text }) };
-  if (status === 'cancelled' || status === 'failed') return { status, ...known };
-  if (status !== 'finished' || committed === undefined) return { status: 'unknown' };
-  const { record, text } = committed;
-  const model = record.model ?? '';
-  // Its result as the turn's own was made: the record keeps the sums of its model calls' usage.
-  const usage = [
-    { agentId: turn.agentId, at: record.finishedAt, model, inputTokens: record.inputTokens, outputTokens: record.outputTokens, costUsd: record.costUsd },
-  ];
-  return { status, result: resultOf(usage, text, record.steps.filter((step) => step.kind === 'model').length, model), said: text };
-}
-
-/**
- * The end of turn `turn`, which ended on another node (its journal `done`, with a key; or gone),
- * as its follower, shown `entries` up to `last`, gets it: what its text said after what the
- * follower was shown (said after the last step its node saved), then `run-finish` or `error`. When
- * what it was shown is not the start of the text the turn committed (a model call that failed
- * before its fallback answered; a turn taken over that said it again), `rewind`, then every event
- * saved but text, then the whole text. When the text is not known (the session no longer holds
- * the turn), the end alone. Without an id: no node keeps these events.
- */
-async function endOf(
-  store: Store,
-  turn: TurnJournalHead,
-  done: TurnJournalHead | undefined,
-  entries: readonly StreamEntry[],
-  last: EventId | undefined,
-): Promise<FollowedEvent[]> {
-  const { status, result, reason, said } = await endingOf(store, turn, done);
-  let final: AgentEvent;
-  if (result !== undefined) final = { type: 'run-finish', result };
-  // Its reason is the message the turn ended with on its node (naming who cancelled it), as its clients there got it.
-  else if (status === 'cancelled') final = errorEvent(turnCancelledAs(reason));
-  else
-    final = errorEvent(
-      new LoomError(
-        'TURN_FAILED',
-        'system',
-        status === 'failed'
-          ? `the turn failed: ${reason ?? 'no reason was given'}`
-          : 'the turn ended on another node without a reply in the session (it was stopped before it could commit one)',
-      ),
-    );
-  const text = (value: string): FollowedEvent[] => (value === '' ? [] : [{ event: { type: 'text-delta', text: value } }]);
-  if (said === undefined) return [{ event: final }];
-  const shown = textUpTo(entries, last?.seq ?? 0);
-  if (said.startsWith(shown)) return [...text(said.slice(shown.length)), { event: final }];
-  return [
-    {
-      rewind: `the text this turn committed on another node is not what its saved events showed (a model call failed before another answered, or the turn was said again where it went on): here it is again`,
-    },
-    ...eventsAfter(turn.id, entries, 0).filter((event) => event.event.type !== 'text-delta'),
-    ...text(said),
-    { event: final },
-  ];
 }

@@ -184,6 +184,32 @@ describe("a turn's stream followed through another node", () => {
     expect(((await (await reply).json()) as { text: string }).text).toBe('Placed.');
   }, 90_000);
 
+  it("a client of node A back after the turn's end on node B gets its reply again and its end; an id of no turn of the session gets 409", async () => {
+    model.script([{ text: 'The order is placed.' }]);
+    const { a, b } = await twoNodes();
+    const onA = await rest(await streamOnA(a));
+    expect(onA.at(-1)?.event).toBe('run-finish');
+    const lastText = onA.filter((event) => event.event === 'text-delta').at(-1)?.id;
+    expect(lastText).toBeDefined();
+
+    // The stream broke before its end: node B did not run the turn, and knows not what the client was shown.
+    const response = await followOn(b, lastText);
+    expect(response.status).toBe(200);
+    const back = await rest(readSse(response));
+    expect(back.map((event) => event.event)).toEqual(['rewind', 'text-delta', 'run-finish']);
+    expect(sseText(back)).toBe('The order is placed.');
+    expect(dataOf(back.at(-1))).toMatchObject({ result: { text: 'The order is placed.', iterations: 1, model: 'openai/gpt-4o' } });
+    // As node A tells it, with the ids it gave.
+    const again = await rest(readSse(await followOn(a, lastText)));
+    expect(again.map((event) => event.event)).toEqual(['run-finish']);
+
+    const unknown = await followOn(b, '00000000-0000-4000-8000-000000000000:x:1');
+    expect(unknown.status).toBe(409);
+    expect(await unknown.json()).toMatchObject({
+      error: { code: 'TURN_NOT_RUNNING', message: expect.stringContaining('has ended; its reply is in the session') as string },
+    });
+  }, 90_000);
+
   it('a client of the node that died follows the turn on the other node from its last event, and gets the rest as that node says it once it took the turn over', async () => {
     model.script([{ toolCalls: [placeOrder()] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
     const { a, b } = await twoNodes();

@@ -19,6 +19,7 @@ import {
   RESUMING_HERE_POLL_MS,
   RESUMING_HERE_WAIT_MS,
 } from '../../src/kernel/turn-followed-elsewhere.ts';
+import { ENDED_TURN_WINDOW_MS } from '../../src/kernel/ended-turns.ts';
 import { sealTurn, type TurnRecord } from '../../src/kernel/turn-record.ts';
 import type { AgentEvent } from '../../src/runtime/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
@@ -145,8 +146,11 @@ const said = (text: string): AgentEvent => ({ type: 'text-delta', text });
 const shown = (events: readonly FollowedEvent[]): string[] =>
   events.map((item) => ('rewind' in item ? 'rewind' : `${item.id ?? '-'} ${item.event.type}${item.event.type === 'text-delta' ? ` ${item.event.text}` : ''}`));
 
+/** The main session of agent a1, where node A runs its turns. */
+const MAIN = { agentId: 'a1', sessionId: 'session-a1', conversation: undefined };
+
 async function follow(after?: string, signal?: AbortSignal): Promise<{ got: FollowedEvent[]; done: Promise<void> }> {
-  const events = await followElsewhere(parts(), 'a1', undefined, after === undefined ? undefined : parseEventId(after), signal);
+  const events = await followElsewhere(parts(), MAIN, after === undefined ? undefined : parseEventId(after), signal);
   if (events === undefined) throw new Error('no turn to follow');
   return collect(events);
 }
@@ -276,6 +280,48 @@ describe('a turn another node runs, followed from its journal', () => {
     hear();
     await lost.done;
     expect(shown(lost.got).slice(4)).toEqual(['rewind', 't1:nodeA:1 run-start', 't1:nodeA:3 tool-call', '- text-delta Hi there.', '- run-finish']);
+  });
+
+  it('gives a client back after the turn ended elsewhere its whole reply again and its end, for two minutes; then nothing', async () => {
+    const onA = await runOnA('t1');
+    onA.emit(start('t1'));
+    onA.emit(call);
+    onA.emit(result);
+    await commitOnA(onA);
+    onA.emit(said('The order'));
+    // A client of node A was shown "The order" (event 4), then its stream broke; node A ended the turn, its journal gone with it.
+    await sealOnA('t1', 'finished', 'The order is placed.', { status: 'finished' });
+    expect(await store.turns.get('t1')).toBeUndefined();
+
+    await clock.advance(ENDED_TURN_WINDOW_MS - 1);
+    const back = await follow('t1:nodeA:4');
+    await back.done;
+    // What it was shown is not known here (the stream node A saved went with its commit): the reply from the start.
+    expect(shown(back.got)).toEqual(['rewind', '- text-delta The order is placed.', '- run-finish']);
+    expect(back.got.at(-1)).toMatchObject({ event: { result: { text: 'The order is placed.', iterations: 2, usage: { inputTokens: 30, outputTokens: 7 } } } });
+
+    // Node A keeps the turn's events two minutes after its end; so long, and no longer, is it told here.
+    await clock.advance(1);
+    expect(await followElsewhere(parts(), MAIN, parseEventId('t1:nodeA:4'), undefined)).toBeUndefined();
+  });
+
+  it('tells a client back after a cancelled turn with a key ended elsewhere who cancelled it, its text from the session; an id of no turn of the session gets nothing', async () => {
+    const onA = await runOnA('t1', 'order-1');
+    onA.emit(start('t1'));
+    onA.emit(said('Half'));
+    await commitOnA(onA);
+    await sealOnA('t1', 'cancelled', 'Half a reply', { status: 'cancelled', reason: cancelledByAdmin });
+    expect(await store.turns.get('t1')).toMatchObject({ state: 'done' });
+
+    const back = await follow('t1:nodeA:2');
+    await back.done;
+    expect(shown(back.got)).toEqual(['rewind', '- text-delta Half a reply', '- error']);
+    expect(back.got.at(-1)).toMatchObject({ event: { code: 'TURN_CANCELLED', message: cancelledByAdmin } });
+    // Of another session of the agent, or of no turn at all: nothing to tell.
+    expect(
+      await followElsewhere(parts(), { ...MAIN, sessionId: 'session-other', conversation: 'other' }, parseEventId('t1:nodeA:2'), undefined),
+    ).toBeUndefined();
+    expect(await followElsewhere(parts(), MAIN, parseEventId('t9:nodeA:2'), undefined)).toBeUndefined();
   });
 
   it('goes on as this node runs the turn once it took it over, nothing repeated, and keeps the ids of the events it said here when it ended before the next read', async () => {
