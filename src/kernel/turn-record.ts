@@ -1,4 +1,5 @@
 import type { ModelMessage, TextPart } from 'ai';
+import { z } from 'zod';
 import type { Clock, JsonObject } from '../contracts/index.ts';
 import { modelName } from '../models/index.ts';
 import type { AgentEventSink, ModelCallUsage } from '../runtime/index.ts';
@@ -203,28 +204,125 @@ function metadataOf(value: unknown): Record<string, unknown> | undefined {
   return typeof metadata === 'object' && metadata !== null ? (metadata as Record<string, unknown>) : undefined;
 }
 
+// A turn's record as read back from the store: checked, loosely (unknown keys kept), since older Loom versions wrote it.
+const TraceStepSchema = z.discriminatedUnion('kind', [
+  z.looseObject({
+    kind: z.literal('model'),
+    model: z.string(),
+    inputTokens: z.number(),
+    outputTokens: z.number(),
+    cacheReadTokens: z.number().optional(),
+    cacheWriteTokens: z.number().optional(),
+    estimated: z.boolean().optional(),
+    costUsd: z.number(),
+    startedAt: z.number(),
+    latencyMs: z.number(),
+  }),
+  z.looseObject({
+    kind: z.literal('tool'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    startedAt: z.number(),
+    durationMs: z.number(),
+    isError: z.boolean(),
+    approval: z.enum(['approved', 'denied']).optional(),
+  }),
+]);
+
+const TurnRecordSchema = z.looseObject({
+  id: z.string(),
+  status: z.enum(['finished', 'cancelled', 'failed']),
+  reason: z.string().nullable(),
+  startedAt: z.number(),
+  finishedAt: z.number(),
+  model: z.string().nullable(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  cacheReadTokens: z.number().optional(),
+  cacheWriteTokens: z.number().optional(),
+  costUsd: z.number(),
+  steps: z.array(TraceStepSchema),
+});
+
 /**
- * The turn `turnId` as a session's stored messages keep it (see {@link sealTurn}): its record, and
- * the text its model said (its assistant messages' text, the note that ends a turn that did not
- * finish left out), as the turn's result had it; undefined when the session holds no such turn.
+ * A turn as a session's stored messages keep it (see {@link sealTurn}): from the person's message
+ * (the user message Loom stamped; in a session written before Loom stamped them, a user message) up
+ * to the next one. The one reading of a committed turn: the follower of a turn another node ran
+ * and the MCP server's last-turn resource read it so.
  */
-export function committedTurnOf(messages: readonly unknown[], turnId: string): { record: TurnRecord; text: string } | undefined {
-  const start = messages.findIndex((message) => {
-    const turn = metadataOf(message)?.['turn'] as { id?: unknown } | undefined;
-    return turn?.id === turnId;
-  });
-  if (start === -1) return undefined;
-  const record = metadataOf(messages[start])?.['turn'] as TurnRecord;
+export interface StoredTurn {
+  /** Its messages as stored, the person's first. */
+  messages: readonly unknown[];
+  /** When the person's message came; undefined in a session written before Loom stamped messages. */
+  at: number | undefined;
+  /** Its record; undefined for a turn stored before Loom recorded turns, or one that does not read as a record. */
+  record: TurnRecord | undefined;
+  /**
+   * The reply: the text of its assistant messages in order, run together as the turn's result ran
+   * its model calls' text together (nothing between), Loom's note left out. What `loom send`
+   * printed, the API and the agent's MCP tool answered, and the stream's text deltas made.
+   */
+  text: string;
+  /** The note Loom ended it with when it did not finish (see {@link sealTurn}); undefined when it finished. */
+  note: string | undefined;
+}
+
+/** Whether `message` is a user message, and Loom stamped it (a person's: it starts a turn). */
+function userStamp(message: unknown): { stamped: boolean } | undefined {
+  if ((message as { role?: unknown } | null)?.role !== 'user') return undefined;
+  return { stamped: typeof metadataOf(message)?.['at'] === 'number' };
+}
+
+/** The turn whose person's message is `messages[start]`. */
+function storedTurnAt(messages: readonly unknown[], start: number): StoredTurn {
+  const stamped = userStamp(messages[start])?.stamped === true;
+  // The next turn starts at the next person's message: in a stamped turn, an unstamped user message is the loop's.
+  let end = start + 1;
+  for (; end < messages.length; end += 1) {
+    const user = userStamp(messages[end]);
+    if (user !== undefined && (user.stamped || !stamped)) break;
+  }
+  const turn = messages.slice(start, end);
+  const metadata = metadataOf(turn[0]);
+  const parsed = TurnRecordSchema.safeParse(metadata?.['turn']);
   let text = '';
-  for (const message of messages.slice(start + 1)) {
-    // The next turn starts at its own stamped message.
-    if (metadataOf(message)?.['at'] !== undefined) break;
+  let note: string | undefined;
+  for (const message of turn.slice(1)) {
     const { role, content } = message as { role?: unknown; content?: unknown };
     if (role !== 'assistant') continue;
     if (typeof content === 'string') text += content;
     else if (Array.isArray(content))
-      for (const part of content as { type?: unknown; text?: unknown }[])
-        if (part.type === 'text' && typeof part.text === 'string' && metadataOf(part)?.['note'] === undefined) text += part.text;
+      for (const part of content as { type?: unknown; text?: unknown }[]) {
+        if (part.type !== 'text' || typeof part.text !== 'string') continue;
+        const status = metadataOf(part)?.['note'];
+        if (status === undefined) text += part.text;
+        else if (status === 'cancelled' || status === 'failed') note = part.text;
+      }
   }
-  return { record, text };
+  const at = metadata?.['at'];
+  return { messages: turn, at: typeof at === 'number' ? at : undefined, record: parsed.success ? (parsed.data as TurnRecord) : undefined, text, note };
+}
+
+/** The turn `turnId` as a session's stored messages keep it (see {@link StoredTurn}); undefined when the session holds no such turn. */
+export function committedTurnOf(messages: readonly unknown[], turnId: string): (StoredTurn & { record: TurnRecord }) | undefined {
+  const start = messages.findIndex((message) => (metadataOf(message)?.['turn'] as { id?: unknown } | undefined)?.id === turnId);
+  if (start === -1) return undefined;
+  const turn = storedTurnAt(messages, start);
+  return turn.record === undefined ? undefined : { ...turn, record: turn.record };
+}
+
+/**
+ * The last turn a session's stored messages keep (see {@link StoredTurn}): from its last user message
+ * Loom stamped, or in a session written before Loom stamped them its last user message; undefined
+ * when there is none.
+ */
+export function lastStoredTurn(messages: readonly unknown[]): StoredTurn | undefined {
+  let lastUser = -1;
+  for (let index = messages.length - 1; index >= 0; index -= 1) {
+    const user = userStamp(messages[index]);
+    if (user === undefined) continue;
+    if (user.stamped) return storedTurnAt(messages, index);
+    if (lastUser === -1) lastUser = index;
+  }
+  return lastUser === -1 ? undefined : storedTurnAt(messages, lastUser);
 }

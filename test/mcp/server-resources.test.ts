@@ -143,6 +143,22 @@ describe('the last-turn resource', () => {
     expect(JSON.stringify(turn?.messages)).not.toContain('First answer.');
   });
 
+  it("gives as the reply all the turn said, before its tool call and after, as the agent's tool answered it", async () => {
+    const { url, host } = await serve();
+    await host.kernel.spawn(writer('scribe'));
+    model.script([
+      { text: 'I will write it down. ', toolCalls: [{ name: 'file_write', input: { path: 'note.txt', content: 'remember this' } }] },
+      { text: 'Saved it.' },
+    ]);
+    const client = await connect(url, 'modern');
+    const answer = await client.callTool({ name: 'loom_agent_scribe', arguments: { message: 'Write a note' } });
+    expect(answer.content).toEqual([{ type: 'text', text: 'I will write it down. Saved it.' }]);
+
+    const { turn } = await readJson<LastTurnView>(client, 'loom://agents/scribe/turns/last');
+    expect(turn).toMatchObject({ message: 'Write a note', text: 'I will write it down. Saved it.', note: null });
+    expect(turn?.tool_calls.map((call) => call.name)).toEqual(['file_write']);
+  });
+
   it('is null before the first turn, and a cancelled turn reads as cancelled with its reason and note', async () => {
     const { url, host } = await serve();
     await host.kernel.spawn(agentManifest('teller', model.url));

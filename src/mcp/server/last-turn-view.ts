@@ -1,12 +1,4 @@
-import { z } from 'zod';
-import type { RunningTurnView, TraceStep, TurnStatus, TurnView } from '../../kernel/index.ts';
-
-/**
- * The key under a message's `providerOptions` where the kernel keeps what it knows of a message
- * (`at`, the turn's record, a note's status): the kernel's `LOOM_METADATA_KEY`
- * (src/kernel/turn-record.ts), which it does not export.
- */
-const LOOM_METADATA_KEY = 'loom';
+import { lastStoredTurn, type RunningTurnView, type StoredTurn, type TraceStep, type TurnStatus, type TurnView } from '../../kernel/index.ts';
 
 /** An agent's main session as Loom's MCP server serves it (`loom://agents/{name}/session`). */
 export interface AgentSessionView {
@@ -96,53 +88,6 @@ type Loose = Record<string, unknown>;
 
 const isRecord = (value: unknown): value is Loose => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-// Read back from the store, so checked; loosely (unknown keys kept), since older Loom versions wrote them.
-const TraceStepSchema = z.discriminatedUnion('kind', [
-  z.looseObject({
-    kind: z.literal('model'),
-    model: z.string(),
-    inputTokens: z.number(),
-    outputTokens: z.number(),
-    cacheReadTokens: z.number().optional(),
-    cacheWriteTokens: z.number().optional(),
-    estimated: z.boolean().optional(),
-    costUsd: z.number(),
-    startedAt: z.number(),
-    latencyMs: z.number(),
-  }),
-  z.looseObject({
-    kind: z.literal('tool'),
-    toolCallId: z.string(),
-    toolName: z.string(),
-    startedAt: z.number(),
-    durationMs: z.number(),
-    isError: z.boolean(),
-    approval: z.enum(['approved', 'denied']).optional(),
-  }),
-]);
-
-const TurnRecordSchema = z.looseObject({
-  id: z.string(),
-  status: z.enum(['finished', 'cancelled', 'failed']),
-  reason: z.string().nullable(),
-  startedAt: z.number(),
-  finishedAt: z.number(),
-  model: z.string().nullable(),
-  inputTokens: z.number(),
-  outputTokens: z.number(),
-  costUsd: z.number(),
-  steps: z.array(TraceStepSchema),
-});
-
-type StoredRecord = z.infer<typeof TurnRecordSchema>;
-
-/** Loom's metadata of a message or a part (`providerOptions.loom`). */
-function loomOf(value: Loose): Loose | undefined {
-  const options = value['providerOptions'];
-  const loom = isRecord(options) ? options[LOOM_METADATA_KEY] : undefined;
-  return isRecord(loom) ? loom : undefined;
-}
-
 const iso = (ms: number): string => new Date(ms).toISOString();
 
 function partsOf(content: unknown): Loose[] {
@@ -150,6 +95,7 @@ function partsOf(content: unknown): Loose[] {
   return Array.isArray(content) ? content.filter(isRecord) : [];
 }
 
+/** The text of the person's message: its text parts, a blank line between. */
 function textOf(content: unknown): string {
   return partsOf(content)
     .filter((part) => part['type'] === 'text' && typeof part['text'] === 'string')
@@ -164,7 +110,7 @@ function outputOf(output: unknown): { value: unknown; isError: boolean } {
   return { value: output ?? null, isError: false };
 }
 
-function toStepView(step: TraceStep | z.infer<typeof TraceStepSchema>): TraceStepView {
+function toStepView(step: TraceStep): TraceStepView {
   return step.kind === 'model'
     ? {
         kind: 'model',
@@ -189,41 +135,18 @@ function toStepView(step: TraceStep | z.infer<typeof TraceStepSchema>): TraceSte
       };
 }
 
-/**
- * Where the session's last turn starts: its last user message Loom stamped (`providerOptions.loom.at`);
- * in a session written before Loom stamped them, its last user message. -1 when there is none.
- * (An unstamped user message inside a stamped turn is the loop's, not the person's.)
- */
-function lastTurnStart(messages: readonly unknown[]): number {
-  let lastUser = -1;
-  for (let index = messages.length - 1; index >= 0; index -= 1) {
-    const message = messages[index];
-    if (!isRecord(message) || message['role'] !== 'user') continue;
-    if (typeof loomOf(message)?.['at'] === 'number') return index;
-    if (lastUser === -1) lastUser = index;
-  }
-  return lastUser;
-}
-
-/** The turn that starts at `messages[0]`, as the view shows it. */
-function toCommittedTurn(messages: readonly unknown[]): CommittedTurnView {
+/** A turn of the session as the view shows it. */
+function toCommittedTurn(turn: StoredTurn): CommittedTurnView {
+  const { messages, record, at } = turn;
   const first = messages[0] as Loose;
-  const loom = loomOf(first);
-  const parsed = TurnRecordSchema.safeParse(loom?.['turn']);
-  const record: StoredRecord | undefined = parsed.success ? parsed.data : undefined;
   const durations = new Map((record?.steps ?? []).flatMap((step) => (step.kind === 'tool' ? [[step.toolCallId, step] as const] : [])));
   const calls = new Map<string, TurnToolCallView>();
-  let text = '';
-  let note: string | null = null;
   for (const message of messages.slice(1)) {
     if (!isRecord(message)) continue;
     for (const part of partsOf(message['content'])) {
       const id = typeof part['toolCallId'] === 'string' ? part['toolCallId'] : '';
       const name = typeof part['toolName'] === 'string' ? part['toolName'] : 'tool';
-      if (part['type'] === 'text' && message['role'] === 'assistant' && typeof part['text'] === 'string') {
-        const status = loomOf(part)?.['note'];
-        if (status === 'cancelled' || status === 'failed') note = part['text'];
-      } else if (part['type'] === 'tool-call') {
+      if (part['type'] === 'tool-call') {
         const step = durations.get(id);
         calls.set(id, {
           id,
@@ -248,23 +171,17 @@ function toCommittedTurn(messages: readonly unknown[]): CommittedTurnView {
         calls.set(id, { ...call, output: value, is_error: isError });
       }
     }
-    // The reply is what the turn's last assistant message with text said, Loom's note left out.
-    if (message['role'] === 'assistant') {
-      const said = textOf(partsOf(message['content']).filter((part) => loomOf(part)?.['note'] === undefined));
-      if (said !== '') text = said;
-    }
   }
-  const at = loom?.['at'];
   return {
     run_id: record === undefined || record.id === '' ? null : record.id,
     message: textOf(first['content']),
-    received_at: typeof at === 'number' ? iso(at) : null,
+    received_at: at === undefined ? null : iso(at),
     status: record?.status ?? null,
     reason: record?.reason ?? null,
     started_at: record === undefined ? null : iso(record.startedAt),
     finished_at: record === undefined ? null : iso(record.finishedAt),
-    text,
-    note,
+    text: turn.text,
+    note: turn.note ?? null,
     usage: { input_tokens: record?.inputTokens ?? 0, output_tokens: record?.outputTokens ?? 0 },
     cost_usd: record?.costUsd ?? 0,
     model: record?.model ?? null,
@@ -275,16 +192,12 @@ function toCommittedTurn(messages: readonly unknown[]): CommittedTurnView {
 }
 
 /**
- * The last turn of an agent's session, read from its stored messages the way the dashboard's
- * chat reads them: a turn starts at the person's message (the user message Loom stamped, which
- * carries the turn's record: how it ended, its usage and its trace) and runs to the next one.
+ * The last turn of an agent's session, read from its stored messages as the kernel reads a
+ * committed turn (`lastStoredTurn`), the way the dashboard's chat groups them: a turn starts at the
+ * person's message (the user message Loom stamped, which carries the turn's record: how it ended,
+ * its usage and its trace) and runs to the next one; its `text` is the reply the turn gave.
  */
 export function toLastTurnView(session: AgentSessionView): LastTurnView {
-  const start = lastTurnStart(session.messages);
-  return {
-    agent: session.agent,
-    session_id: session.session_id,
-    turn: start === -1 ? null : toCommittedTurn(session.messages.slice(start)),
-    running: session.running,
-  };
+  const turn = lastStoredTurn(session.messages);
+  return { agent: session.agent, session_id: session.session_id, turn: turn === undefined ? null : toCommittedTurn(turn), running: session.running };
 }
