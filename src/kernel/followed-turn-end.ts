@@ -35,15 +35,17 @@ async function committedOf(store: Store, turn: TurnPlace): Promise<ReturnType<ty
 
 /**
  * How turn `turn` ended: as its journal keeps it done (`done`, a turn with a key), else as its
- * session's stored messages keep it (`committed`). A keyed turn that did not finish keeps no text in
- * its journal: its text is read from the session, when it still holds the turn.
+ * session's stored messages keep it (`committed`, read only then: a keyed turn that finished keeps
+ * its result in its journal). A keyed turn that did not finish keeps no text in its journal: its
+ * text is read from the session, when it still holds the turn.
  */
-function endingOf(turn: TurnPlace, done: TurnJournalHead | undefined, committed: ReturnType<typeof committedTurnOf>): Ending {
+async function endingOf(turn: TurnPlace, done: TurnJournalHead | undefined, committedTurn: () => Promise<ReturnType<typeof committedTurnOf>>): Promise<Ending> {
   const outcome = done?.state === 'done' ? done.outcome : null;
   if (outcome?.['status'] === 'finished' && outcome['result'] !== null && outcome['result'] !== undefined) {
     const result = outcome['result'] as unknown as TurnResult;
     return { status: 'finished', result, said: result.text };
   }
+  const committed = await committedTurn();
   const status = outcome?.['status'] ?? committed?.record.status;
   const reason = typeof outcome?.['reason'] === 'string' ? outcome['reason'] : (committed?.record.reason ?? undefined);
   const known = { ...(reason === undefined ? {} : { reason }), ...(committed === undefined ? {} : { said: committed.text }) };
@@ -104,7 +106,7 @@ export async function endOf(
   last: EventId | undefined,
 ): Promise<FollowedEvent[]> {
   return endEvents(
-    endingOf(turn, done, await committedOf(store, turn)),
+    await endingOf(turn, done, () => committedOf(store, turn)),
     turn.id,
     entries,
     textUpTo(entries, last?.seq ?? 0),
@@ -113,9 +115,10 @@ export async function endOf(
 }
 
 /**
- * The end of turn `turn` for a client that comes back with one of its events after it ended on
- * another node, at most {@link ENDED_TURN_WINDOW_MS} ago by the end its session's record keeps (the
- * window that node keeps the turn's events in): `rewind`, its whole text, then `run-finish` or
+ * The end of turn `turn` for a client that comes back with one of its events after it ended, to a
+ * node that does not keep its events (another node; the turn's own once restarted, or once it let
+ * them go for later ones), at most {@link ENDED_TURN_WINDOW_MS} ago by the end its session's record
+ * keeps (the window the turn's node keeps them in): `rewind`, its whole text, then `run-finish` or
  * `error`, from its session (a keyed turn's result from its journal, `done`). What the client was
  * shown is not known here, so it is given the text again: the events the turn's node saved went
  * with the turn's commit. Undefined when the session does not hold the turn, or it ended longer ago.
@@ -126,12 +129,13 @@ export async function endedLately(
   done: TurnJournalHead | undefined,
 ): Promise<FollowedEvent[] | undefined> {
   const committed = await committedOf(parts.store, turn);
+  // The end its record keeps is on the clock of the node that ran the turn, now on this node's: their skew shifts the window.
   if (committed === undefined || parts.clock.now() - committed.record.finishedAt >= ENDED_TURN_WINDOW_MS) return undefined;
   return endEvents(
-    endingOf(turn, done, committed),
+    await endingOf(turn, done, () => Promise.resolve(committed)),
     turn.id,
     [],
     undefined,
-    'this turn ended on another node, which alone kept the events it showed (two minutes after its end); this node has its reply from the session: here it is from the start',
+    "this node does not hold the events this turn showed: here is the turn's whole reply",
   );
 }

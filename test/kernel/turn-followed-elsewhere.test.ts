@@ -34,6 +34,8 @@ let closing: AbortController;
 let hereTurns: Map<string, LiveTurn>;
 /** The steps each read of the journal after the first asked for, as `[turn id, from]`. */
 let reads: [string, number][];
+/** The sessions the follower read, by id. */
+let sessionReads: string[];
 
 beforeEach(async () => {
   clock = createFakeClock();
@@ -43,6 +45,7 @@ beforeEach(async () => {
   closing = new AbortController();
   hereTurns = new Map();
   reads = [];
+  sessionReads = [];
 });
 
 afterEach(() => store.close());
@@ -60,8 +63,22 @@ function parts(): FollowElsewhereParts {
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
+  const sessions = new Proxy(store.sessions, {
+    get: (target, key) => {
+      const value: unknown = Reflect.get(target, key);
+      if (typeof value !== 'function') return value;
+      const method = (value as (...args: unknown[]) => unknown).bind(target);
+      return key !== 'get'
+        ? method
+        : (id: string) => {
+            sessionReads.push(id);
+            return method(id);
+          };
+    },
+  });
+  const recorded = { turns, sessions };
   return {
-    store: new Proxy(store, { get: (target, key) => (key === 'turns' ? turns : (Reflect.get(target, key) as unknown)) }),
+    store: new Proxy(store, { get: (target, key) => (key in recorded ? recorded[key as keyof typeof recorded] : (Reflect.get(target, key) as unknown)) }),
     clock,
     subscribe: (listener) => {
       listeners.add(listener);
@@ -250,7 +267,7 @@ describe('a turn another node runs, followed from its journal', () => {
     expect(follower.got.at(-1)).toMatchObject({ event: { code: 'TURN_FAILED', message: 'the turn failed: the model is down' } });
   });
 
-  it('ends a turn with an Idempotency-Key with the result its journal keeps', async () => {
+  it('ends a turn with an Idempotency-Key with the result its journal keeps, without reading the session', async () => {
     const onA = await runOnA('t1', 'order-1');
     onA.emit(start('t1'));
     await commitOnA(onA);
@@ -262,6 +279,8 @@ describe('a turn another node runs, followed from its journal', () => {
     await follower.done;
     expect(shown(follower.got).slice(1)).toEqual(['- text-delta Placed.', '- run-finish']);
     expect(follower.got.at(-1)).toMatchObject({ event: { type: 'run-finish', result: kept } });
+    // Its journal has all of its end: the session (which may be long) is not read.
+    expect(sessionReads).toEqual([]);
   });
 
   it("rewinds a client whose event was not saved, and one shown text the turn's committed text does not start with, then gives it all again", async () => {
@@ -298,6 +317,7 @@ describe('a turn another node runs, followed from its journal', () => {
     await back.done;
     // What it was shown is not known here (the stream node A saved went with its commit): the reply from the start.
     expect(shown(back.got)).toEqual(['rewind', '- text-delta The order is placed.', '- run-finish']);
+    expect(back.got[0]).toEqual({ rewind: "this node does not hold the events this turn showed: here is the turn's whole reply" });
     expect(back.got.at(-1)).toMatchObject({ event: { result: { text: 'The order is placed.', iterations: 2, usage: { inputTokens: 30, outputTokens: 7 } } } });
 
     // Node A keeps the turn's events two minutes after its end; so long, and no longer, is it told here.
