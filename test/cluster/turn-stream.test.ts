@@ -10,7 +10,8 @@ import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
 // A turn's stream followed through another node of the cluster (decision 0059, amended): two
 // daemons in separate processes on one PostgreSQL database. The node that does not run the turn
 // shows each step the turn's node records, then its end; a turn taken over from a node that died
-// is followed by a client of the other node from its last event.
+// is followed by a client of the other node from its last event. A single daemon on PostgreSQL,
+// restarted, tells a client back after a turn's end that end as another node would.
 
 /** The lease the nodes hold their turns with, in seconds: short, so that a takeover comes soon. */
 const LEASE_SECONDS = 3;
@@ -208,6 +209,29 @@ describe("a turn's stream followed through another node", () => {
     expect(await unknown.json()).toMatchObject({
       error: { code: 'TURN_NOT_RUNNING', message: expect.stringContaining('has ended; its reply is in the session') as string },
     });
+  }, 90_000);
+
+  it("a single daemon on PostgreSQL restarted within two minutes of a turn's end gives a client back with one of its event ids the reply and its end", async () => {
+    model.script([{ text: 'The order is placed.' }]);
+    const database = await postgres.createDatabase();
+    const cluster = { turn_lease_seconds: LEASE_SECONDS };
+    const solo = await nodes.start('stream-solo', database.url, { cluster });
+    const spawned = await fetch(`${solo.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest() });
+    expect(spawned.status).toBe(201);
+    const seen = await rest(await streamOnA(solo));
+    expect(seen.at(-1)?.event).toBe('run-finish');
+    const lastText = seen.filter((event) => event.event === 'text-delta').at(-1)?.id;
+    expect(lastText).toBeDefined();
+
+    // Restarted, the daemon no longer keeps the turn's events: it tells the end from the session.
+    expect(await nodes.stop(solo)).toBe(0);
+    const restarted = await nodes.start('stream-solo', database.url, { cluster });
+    const response = await followOn(restarted, lastText);
+    expect(response.status).toBe(200);
+    const back = await rest(readSse(response));
+    expect(back.map((event) => event.event)).toEqual(['rewind', 'text-delta', 'run-finish']);
+    expect(sseText(back)).toBe('The order is placed.');
+    expect(dataOf(back.at(-1))).toMatchObject({ result: { text: 'The order is placed.', iterations: 1, model: 'openai/gpt-4o' } });
   }, 90_000);
 
   it('a client of the node that died follows the turn on the other node from its last event, and gets the rest as that node says it once it took the turn over', async () => {

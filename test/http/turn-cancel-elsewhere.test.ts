@@ -94,6 +94,20 @@ describe('a cancel of a turn this node does not run, on a cluster', () => {
     });
   });
 
+  it('answers a cancel waiting for a turn this node took over, as this node shuts down, with 409 TURN_ELSEWHERE and Retry-After: once its lease lapsed and another node took it over', async () => {
+    holder = 'node-b';
+    const idle = clock.pending();
+    const answer = fetch(`${server.url}/api/agents/clerk/turn/cancel`, { method: 'POST' });
+    await waitFor('the cancel to wait for the turn to resume here', () => clock.pending() > idle);
+    await kernel.shutdown();
+    const refused = await answer;
+    expect(refused.status).toBe(409);
+    expect(refused.headers.get('retry-after')).toBe(String(LEASE_MS / 1000 + 1));
+    expect(await refused.json()).toMatchObject({
+      error: { code: 'TURN_ELSEWHERE', message: expect.stringContaining('this node is shutting down') as string },
+    });
+  });
+
   it('answers a turn of a node that no longer answers with Retry-After: once its lease lapsed and another node took it over', async () => {
     const answer = await cancel();
     expect(answer.status).toBe(409);
