@@ -28,6 +28,7 @@ export type {
   InstalledPackageRepository,
   PackageRunRecord,
   PackageRunRepository,
+  PackageRunStart,
   ScheduleRunOutcome,
   ScheduleRunRecord,
   ScheduleRunRepository,

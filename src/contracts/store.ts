@@ -506,9 +506,27 @@ export interface PackageRunRecord {
   checkHash?: string | null;
 }
 
+/**
+ * What {@link PackageRunRepository.start} did: started the run, or left it unstarted because
+ * another run of its binding is going (`going`, the newest such run).
+ */
+export type PackageRunStart = { started: true } | { started: false; going: PackageRunRecord };
+
 /** Package runs (spec/04): every run of every binding, kept after it ends. */
 export interface PackageRunRepository {
+  /** Stores a run as it is (a fire that did not run, a run that goes on whatever else runs). */
   create(record: PackageRunRecord): Promise<void>;
+  /**
+   * Starts `record` (status `running`) as its binding's run unless another run of the binding is
+   * going: a new run is stored, a run cut off (the same id, stored) is replaced by it. Looking and
+   * writing are one step of the database (on PostgreSQL under a lock of the binding, held until
+   * it commits), so of two nodes starting one binding at once one starts it. Another run is going
+   * when it is `running` and recorded by a node alive now (`loom_nodes`, on the server's clock)
+   * other than `record.nodeId`: a process's own runs are guarded in its memory, and a run of a
+   * node gone is one its node's death cut off, which the leader resumes. On a database of one
+   * daemon (SQLite) no other node lives, and every start goes ahead.
+   */
+  start(record: PackageRunRecord): Promise<PackageRunStart>;
   /**
    * Replaces the stored run with `record` (same id).
    * @throws {StoreNotFoundError} when there is none.

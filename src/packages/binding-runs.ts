@@ -7,14 +7,14 @@
  */
 import { z } from 'zod';
 import type { ClaimedJob, JsonObject, PackageRunRecord } from '../contracts/index.ts';
-import { LoomError } from '../errors/index.ts';
+import { LoomError, messageOf } from '../errors/index.ts';
 import type { PackageEvent } from '../kernel/index.ts';
 import { namespacedSource } from './emit-graph.ts';
 import { lookBeforeHeartbeat } from './heartbeat-check.ts';
 import { withPackageRunSpan } from './package-run-span.ts';
 import { type ActivePackage, bindingKey, type FireRequest, type PackageRuntimeState } from './package-runtime-state.ts';
-import { type RunEvent, runBinding, type RunnableBinding } from './run-binding.ts';
-import { abortRuns, endRefused, recordNonRun, runningElsewhere } from './run-records.ts';
+import { type RunEvent, runBinding, type RunnableBinding, runToStart } from './run-binding.ts';
+import { abortRuns, endRefused, recordNonRun } from './run-records.ts';
 import { meterRun } from './run-spending.ts';
 
 /** What a `package-run` job carries. */
@@ -93,56 +93,23 @@ export class BindingRuns {
   }
 
   /**
-   * Starts a run of the binding unless one is going (then records the skip). Resolves when the run
-   * ends. A `job`'s run has the job's id and stops when the job's signal aborts (its run is then
-   * left running, for the job's next attempt to resume).
+   * Starts a run of the binding unless one is going, here or on another node (then records the
+   * skip). Looking for a run going on another node and storing the new run are one step of the
+   * store (`PackageRunRepository.start`), so of two nodes firing the binding at once one runs it.
+   * Resolves when the run ends. A `job`'s run has the job's id and stops when the job's signal
+   * aborts (its run is then left running, for the job's next attempt to resume).
    * @throws {LoomError} `PACKAGE_INACTIVE` when the package does not run here, `BINDING_BUSY` when the binding is running.
    */
   async fire(request: FireRequest): Promise<PackageRunRecord> {
     const state = this.#state;
     const { slug, binding: name, trigger, resume, job } = request;
     const extraInputs = request.inputs ?? {};
-    const { kernel, store, clock } = state.options;
+    const { kernel, store, clock, ids, node } = state.options;
     const pkg = state.active.get(slug);
     const binding = pkg?.prepared.bindings.get(name);
     if (pkg === undefined || binding === undefined)
       throw new LoomError('PACKAGE_INACTIVE', 'user', `package "${slug}" is not active (its agent is suspended, or it is not installed)`);
     const key = bindingKey(slug, name);
-    if (this.#busy.has(key) && job !== undefined && resume !== undefined) {
-      // A job's run to resume stays as it is: the job is tried again later.
-      throw new LoomError(
-        'BINDING_BUSY',
-        'user',
-        `binding "${name}" of package "${slug}" is still running here; run "${resume.id}" is resumed at the job's next attempt`,
-        { details: { package: slug, binding: name } },
-      );
-    }
-    const elsewhere = this.#busy.has(key) ? undefined : await runningElsewhere(state, { slug, binding: name, except: job?.id });
-    if (this.#busy.has(key) || elsewhere !== undefined) {
-      const where = elsewhere === undefined ? '' : ` on another node (run "${elsewhere}")`;
-      const skipped = await recordNonRun(state, {
-        pkg,
-        binding: name,
-        trigger,
-        status: 'skipped',
-        error: `not started: the previous run of "${name}" is still going${where}`,
-        id: job?.id,
-      });
-      state.publish({
-        type: 'package-skip',
-        at: skipped.startedAt,
-        agentId: pkg.agentId,
-        name: slug,
-        binding: name,
-        runId: skipped.id,
-        trigger,
-        reason: skipped.error ?? '',
-      });
-      throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, {
-        details: { package: slug, binding: name, skippedRun: skipped.id },
-      });
-    }
-    this.#busy.add(key);
     // A resumed run keeps the inputs it started with (an event's output among them).
     const runnable: RunnableBinding =
       resume !== undefined
@@ -150,7 +117,22 @@ export class BindingRuns {
         : Object.keys(extraInputs).length === 0
           ? binding
           : { ...binding, inputs: { ...binding.inputs, ...extraInputs } };
-    let runId: string | undefined;
+    let started: PackageRunRecord | undefined;
+    let going: PackageRunRecord | undefined;
+    if (!this.#busy.has(key)) {
+      this.#busy.add(key);
+      try {
+        const record = runToStart(runnable, trigger, { clock, ids, nodeId: node?.id ?? null }, { resume, runId: job?.id });
+        const start = await store.packageRuns.start(record);
+        if (start.started) started = record;
+        else going = start.going;
+      } finally {
+        if (started === undefined) this.#busy.delete(key);
+      }
+    }
+    if (started === undefined) return this.#refuse(request, pkg, going);
+    const runId = started.id;
+    this.#runningHere.add(runId);
     // Every attempt's model calls count against the run's total_per_run, failed ones included.
     const metered = meterRun({ binding: runnable, kernel, runs: store.packageRuns, resume });
     const stops = [state.stopped, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])];
@@ -158,54 +140,32 @@ export class BindingRuns {
     const firedBy = pkg.prepared.loaded.agentJson.workflows[name]?.trigger;
     const check = trigger === 'heartbeat' && resume === undefined && firedBy?.type === 'heartbeat' ? firedBy.check : undefined;
     const run = (async () => {
+      let looked = check === undefined;
       try {
         let checkHash: string | undefined;
         if (check !== undefined) {
-          const looked = await lookBeforeHeartbeat(check, {
+          const look = await lookBeforeHeartbeat(check, {
             runTool: (tool, input) => kernel.runAgentTool(pkg.agentId, tool, input),
             lastHash: () => store.packageRuns.lastCheckHash(slug, name),
-            record: async (status, error, hash) => {
-              const record = await recordNonRun(state, { pkg, binding: name, trigger, status, error, id: job?.id, checkHash: hash ?? undefined });
-              if (status === 'aborted')
-                state.logger.warn({ package: slug, binding: name }, `heartbeat of "${name}" (package "${slug}") did not run: ${error ?? ''}`);
-              state.publish({
-                type: 'package-run-finish',
-                at: record.endedAt ?? clock.now(),
-                agentId: pkg.agentId,
-                name: slug,
-                binding: name,
-                runId: record.id,
-                status,
-                error,
-              });
-              return record;
-            },
+            record: (status, error, hash) => this.#endUnrun(pkg, name, trigger, started, { status, error, checkHash: hash ?? undefined }),
           });
-          if (!looked.run) return looked.record;
-          checkHash = looked.hash;
+          looked = true;
+          if (!look.run) return look.record;
+          checkHash = look.hash;
         }
         let finished = metered.complete(
           await withPackageRunSpan({ package: slug, binding: name, trigger }, () =>
             runBinding(
               runnable,
-              trigger,
+              started,
               {
                 kernel: metered.kernel,
                 runs: metered.runs,
                 clock,
-                ids: state.options.ids,
                 logger: state.logger,
-                report: (event) => {
-                  runId ??= event.run.id;
-                  this.#report(pkg, name, metered.report(event));
-                },
-                nodeId: state.options.node?.id ?? null,
+                report: (event) => this.#report(pkg, name, metered.report(event)),
               },
-              {
-                signal: AbortSignal.any([...stops, metered.stopped]),
-                ...(resume === undefined ? {} : { resume }),
-                ...(job === undefined ? {} : { runId: job.id }),
-              },
+              { signal: AbortSignal.any([...stops, metered.stopped]) },
             ),
           ),
         );
@@ -226,18 +186,93 @@ export class BindingRuns {
         });
         return finished;
       } catch (error) {
-        if (metered.stopped.aborted && runId !== undefined && !stops.some((signal) => signal.aborted))
-          return await endRefused(state, { pkg, binding: name, trigger, runId, metered });
+        // A look the store failed leaves no run going that never ran (a restart would resume it).
+        if (!looked) {
+          const reason = `not started: the store failed during its heartbeat's check: ${messageOf(error)}`;
+          await this.#endUnrun(pkg, name, trigger, started, { status: 'aborted', error: reason }).catch((ended: unknown) =>
+            state.logger.error({ err: ended, run: runId }, `could not end run "${runId}" of "${name}" (package "${slug}"), which did not start`),
+          );
+        }
+        if (metered.stopped.aborted && !stops.some((signal) => signal.aborted)) return await endRefused(state, { pkg, binding: name, trigger, runId, metered });
         // Stopped with its package (not by the daemon stopping, whose runs resume at the next start):
         // the run ends as aborted, and emits nothing.
         if (pkg.abort.signal.aborted && !state.stopped.aborted) await abortRuns(state, pkg, name);
         throw error;
       } finally {
         this.#busy.delete(key);
-        if (runId !== undefined) this.#runningHere.delete(runId);
+        this.#runningHere.delete(runId);
       }
     })();
     return state.track(run);
+  }
+
+  /**
+   * Refuses a fire of a busy binding (running here, or `going` on another node). A job's run to
+   * resume stays as it is, for the job's next attempt; any other fire is recorded as skipped.
+   * @throws {LoomError} `BINDING_BUSY`, always.
+   */
+  async #refuse(request: FireRequest, pkg: ActivePackage, going: PackageRunRecord | undefined): Promise<never> {
+    const state = this.#state;
+    const { slug, binding: name, trigger, resume, job } = request;
+    const where = going === undefined ? '' : ` on another node (run "${going.id}")`;
+    if (job !== undefined && resume !== undefined) {
+      const place = going === undefined ? ' here' : where;
+      throw new LoomError(
+        'BINDING_BUSY',
+        'user',
+        `binding "${name}" of package "${slug}" is still running${place}; run "${resume.id}" is resumed at the job's next attempt`,
+        {
+          details: { package: slug, binding: name },
+        },
+      );
+    }
+    const skipped = await recordNonRun(state, {
+      pkg,
+      binding: name,
+      trigger,
+      status: 'skipped',
+      error: `not started: the previous run of "${name}" is still going${where}`,
+      id: job?.id,
+    });
+    state.publish({
+      type: 'package-skip',
+      at: skipped.startedAt,
+      agentId: pkg.agentId,
+      name: slug,
+      binding: name,
+      runId: skipped.id,
+      trigger,
+      reason: skipped.error ?? '',
+    });
+    throw new LoomError('BINDING_BUSY', 'user', `binding "${name}" of package "${slug}" is still running; the fire was recorded as skipped`, {
+      details: { package: slug, binding: name, skippedRun: skipped.id },
+    });
+  }
+
+  /** Ends the run started for a heartbeat's fire that runs nothing after all (its check found nothing new, or failed), and tells so. */
+  async #endUnrun(
+    pkg: ActivePackage,
+    name: string,
+    trigger: string,
+    started: PackageRunRecord,
+    outcome: { status: 'unchanged' | 'aborted'; error: string | null; checkHash?: string | undefined },
+  ): Promise<PackageRunRecord> {
+    const state = this.#state;
+    const { status, error } = outcome;
+    const record = await recordNonRun(state, { pkg, binding: name, trigger, status, error, checkHash: outcome.checkHash, started });
+    if (status === 'aborted')
+      state.logger.warn({ package: pkg.slug, binding: name }, `heartbeat of "${name}" (package "${pkg.slug}") did not run: ${error ?? ''}`);
+    state.publish({
+      type: 'package-run-finish',
+      at: record.endedAt ?? state.options.clock.now(),
+      agentId: pkg.agentId,
+      name: pkg.slug,
+      binding: name,
+      runId: record.id,
+      status,
+      error,
+    });
+    return record;
   }
 
   /**
@@ -300,7 +335,6 @@ export class BindingRuns {
     const base = { at: this.#state.options.clock.now(), agentId: pkg.agentId, name: pkg.slug, binding, runId: event.run.id };
     switch (event.type) {
       case 'run-start':
-        this.#runningHere.add(event.run.id);
         publish({ ...base, type: 'package-fire', trigger: event.run.trigger });
         return;
       case 'activity-start':

@@ -23,5 +23,5 @@ export { createSkillOffers } from './skill-offers.ts';
 export { describeSkillOrigin } from './skill-origin.ts';
 export { checkPackageSkills } from './skill-finder.ts';
 export { loadSkillFolder, parseSkillReference } from './skills.ts';
-export { activityPrompt, runBinding } from './run-binding.ts';
+export { activityPrompt, runBinding, runToStart } from './run-binding.ts';
 export type { ActivityFallback, RunEvent, RunnableActivity, RunnableBinding } from './run-binding.ts';

@@ -51,9 +51,14 @@ export interface BindingRunParts {
   kernel: Pick<Kernel, 'runTask'>;
   runs: PackageRunRepository;
   clock: Clock;
-  ids: IdGenerator;
   logger: Logger;
   report: (event: RunEvent) => void;
+}
+
+/** What the record of a run about to start needs. */
+export interface RunStartParts {
+  clock: Clock;
+  ids: IdGenerator;
   /** The node that runs it (recorded on the run; a resumed run becomes this node's). Null outside a cluster's daemon. */
   nodeId: string | null;
 }
@@ -94,24 +99,19 @@ const pendingActivity = (id: string): ActivityRunRecord => ({
 });
 
 /**
- * Runs a binding (spec/04 "AgentWorker Runtime"): its activities in order, each a task turn of
- * the package's agent on the activity's model, limited to what the activity names, within the
- * smaller of its `token_budget.max` and what is left of the run's `total_per_run`. A failed
- * activity is retried `retry` times (a budget overrun is not retried: it would overrun again),
- * then its fallback applies: `Skip` and `NotifyOwner` (which also notifies the owner) go on to
- * the next activity, `Abort` ends the run. The run emits its event unless it was aborted. Every
- * change is stored before it is reported. With `resume`, activities already completed are not
- * run again. `runId` names a new run (a job's runs are named by the job, so a job run again
- * finds its run); a new id is drawn otherwise.
+ * The record a run of `binding` starts with, to store with `PackageRunRepository.start` (which
+ * refuses it while another node runs the binding) before {@link runBinding} runs it: a new run,
+ * its activities pending, named `runId` (a job's runs are named by the job, so a job run again
+ * finds its run) or a drawn id; or, with `resume`, the run cut off going on, as this node's.
  */
-export async function runBinding(
+export function runToStart(
   binding: RunnableBinding,
   trigger: string,
-  parts: BindingRunParts,
-  options: { signal?: AbortSignal; resume?: PackageRunRecord; runId?: string } = {},
-): Promise<PackageRunRecord> {
-  const { kernel, runs, clock } = parts;
-  let run: PackageRunRecord = options.resume ?? {
+  parts: RunStartParts,
+  options: { resume?: PackageRunRecord | undefined; runId?: string | undefined } = {},
+): PackageRunRecord {
+  if (options.resume !== undefined) return { ...options.resume, status: 'running', endedAt: null, error: null, nodeId: parts.nodeId };
+  return {
     id: options.runId ?? parts.ids.uuid(),
     package: binding.package,
     binding: binding.name,
@@ -121,15 +121,30 @@ export async function runBinding(
     activities: binding.activities.map((activity) => pendingActivity(activity.id)),
     emitted: null,
     error: null,
-    startedAt: clock.now(),
+    startedAt: parts.clock.now(),
     endedAt: null,
     nodeId: parts.nodeId,
   };
-  if (options.resume === undefined) await runs.create(run);
-  else {
-    run = { ...run, status: 'running', endedAt: null, error: null, nodeId: parts.nodeId };
-    await runs.update(run);
-  }
+}
+
+/**
+ * Runs a binding's run (spec/04 "AgentWorker Runtime"), started already (see {@link runToStart}):
+ * its activities in order, each a task turn of the package's agent on the activity's model,
+ * limited to what the activity names, within the smaller of its `token_budget.max` and what is
+ * left of the run's `total_per_run`. A failed activity is retried `retry` times (a budget overrun
+ * is not retried: it would overrun again), then its fallback applies: `Skip` and `NotifyOwner`
+ * (which also notifies the owner) go on to the next activity, `Abort` ends the run. The run emits
+ * its event unless it was aborted. Every change is stored before it is reported. Activities a run
+ * resumed had completed are not run again.
+ */
+export async function runBinding(
+  binding: RunnableBinding,
+  started: PackageRunRecord,
+  parts: BindingRunParts,
+  options: { signal?: AbortSignal } = {},
+): Promise<PackageRunRecord> {
+  const { kernel, runs, clock } = parts;
+  let run = started;
   parts.report({ type: 'run-start', run });
 
   const save = async (changes: Partial<PackageRunRecord>): Promise<void> => {

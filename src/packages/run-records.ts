@@ -1,7 +1,7 @@
 /**
  * The package runs the runtime writes itself, beside those `runBinding` writes: fires that did
- * not run (skipped, missed, unchanged, aborted by a check), runs stopped with their package or
- * refused by the agent's hourly quota, and the look for a run another node has going.
+ * not run (skipped, missed, unchanged, aborted by a check), and runs stopped with their package or
+ * refused by the agent's hourly quota.
  */
 import type { ActivityRunRecord, PackageRunRecord } from '../contracts/index.ts';
 import { LoomError, messageOf } from '../errors/index.ts';
@@ -21,6 +21,11 @@ export interface NonRun {
   id?: string | undefined;
   /** What a heartbeat's check found (an `unchanged` fire). */
   checkHash?: string | undefined;
+  /**
+   * The run started for the fire (its heartbeat's check decided it runs nothing after all): its
+   * record is replaced, keeping its id and start, instead of a new one stored.
+   */
+  started?: PackageRunRecord | undefined;
 }
 
 /** Stores a fire that did not run, and returns its record. */
@@ -28,7 +33,7 @@ export async function recordNonRun(state: PackageRuntimeState, fire: NonRun): Pr
   const { clock, ids, store } = state.options;
   const now = clock.now();
   const record: PackageRunRecord = {
-    id: fire.id ?? ids.uuid(),
+    id: fire.started?.id ?? fire.id ?? ids.uuid(),
     package: fire.pkg.slug,
     binding: fire.binding,
     trigger: fire.trigger,
@@ -37,30 +42,14 @@ export async function recordNonRun(state: PackageRuntimeState, fire: NonRun): Pr
     activities: [],
     emitted: null,
     error: fire.error,
-    startedAt: fire.from ?? now,
+    startedAt: fire.started?.startedAt ?? fire.from ?? now,
     endedAt: now,
     nodeId: null,
     ...(fire.checkHash === undefined ? {} : { checkHash: fire.checkHash }),
   };
-  await store.packageRuns.create(record);
+  if (fire.started === undefined) await store.packageRuns.create(record);
+  else await store.packageRuns.update(record);
   return record;
-}
-
-/**
- * The id of a run of the binding that another node, alive, runs now (checked only when nodes
- * share the store); `except` is the job's own run (taken again here after its node died).
- */
-export async function runningElsewhere(
-  state: PackageRuntimeState,
-  where: { slug: string; binding: string; except: string | undefined },
-): Promise<string | undefined> {
-  const { node, store } = state.options;
-  if (node === undefined) return undefined;
-  for (const run of await store.packageRuns.list({ package: where.slug, binding: where.binding, limit: 10 })) {
-    if (run.status !== 'running' || run.id === where.except || run.nodeId === null || run.nodeId === node.id) continue;
-    if (await node.alive(run.nodeId)) return run.id;
-  }
-  return undefined;
 }
 
 /** Marks the binding's running runs aborted because their package stopped. */

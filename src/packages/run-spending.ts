@@ -135,6 +135,7 @@ export function meterRun(options: MeterRunOptions): MeteredRun {
     kernel: { runTask },
     runs: {
       create: (run) => runs.create(complete(run)),
+      start: (run) => runs.start(complete(run)),
       update: (run) => runs.update(complete(run)),
       get: (id) => runs.get(id),
       list: (query) => runs.list(query),

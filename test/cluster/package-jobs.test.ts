@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
@@ -32,9 +36,9 @@ afterEach(async () => {
   await dir.remove();
 });
 
-/** A daemon's host (schedules and the work queue running) on `url`. */
-async function openNode(url: string): Promise<TestHost> {
-  const host = await openTestHost(dir.path, packageConfig(server.url), { ...TEST_KEYS, LOOM_DATABASE_URL: url }, { runSchedules: true });
+/** A daemon's host (schedules and the work queue running) on `url`, its home in `folder` (the test's folder by default). */
+async function openNode(url: string, folder = dir.path): Promise<TestHost> {
+  const host = await openTestHost(folder, packageConfig(server.url), { ...TEST_KEYS, LOOM_DATABASE_URL: url }, { runSchedules: true });
   hosts.push(host);
   return host;
 }
@@ -150,6 +154,56 @@ describe('package runs as jobs of the shared work queue', () => {
     expect(jobs.rows).toEqual([{ id: heard.id, dedupe_key: `emit ${said.id} listener/hear`, payload: expect.any(String) as string }]);
     expect(heard.trigger).toBe('event:talker.said');
     expect(heard.inputs).toEqual({ event: { name: 'talker.said', package: 'talker', binding: 'say', output: 'spoken words' } });
+  }, 60_000);
+
+  it("a heartbeat's run is not started beside it on another node while its check is going: one run, the other fires recorded as skipped", async () => {
+    const database = await postgres.createDatabase({ template });
+    // The check reads a named pipe: it waits until the test writes what it finds.
+    const pipe = join(dir.path, 'inbox.fifo');
+    execFileSync('mkfifo', [pipe]);
+    const leader = await openNode(database.url, join(dir.path, 'a'));
+    const other = await openNode(database.url, join(dir.path, 'b'));
+    const trigger = { type: 'heartbeat', interval: '1m', check: { tool: 'shell_exec', input: { command: `cat ${pipe}` } } };
+    await leader.packages.install(
+      await writePackage(dir.path, 'watch', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }),
+    );
+    await waitFor('the other node to run the package', () => (other.packages.runtime.isActive('watch') ? true : undefined));
+    server.script([{ text: 'triaged' }, { text: 'a second run' }]);
+
+    // The beat's job is taken by one of the nodes, whose check then waits on the pipe.
+    await leader.clock.advance(60_000);
+    const writer = await waitFor('the check to read the pipe', () =>
+      open(pipe, constants.O_WRONLY | constants.O_NONBLOCK).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code === 'ENXIO') return undefined;
+        throw error;
+      }),
+    );
+    const [job] = (await postgres.query("SELECT id FROM loom_jobs WHERE kind = 'package-run'", [], database.name)).rows as { id: string }[];
+
+    // A person runs the binding on each node meanwhile: neither runs it.
+    const manual = await Promise.allSettled([leader.packages.run('watch', 'beat'), other.packages.run('watch', 'beat')]);
+    await writer.writeFile('one new mail\n');
+    await writer.close();
+    expect(manual.map((outcome) => (outcome.status === 'rejected' ? (outcome.reason as { code?: string }).code : outcome.status))).toEqual([
+      'BINDING_BUSY',
+      'BINDING_BUSY',
+    ]);
+
+    const runs = await waitFor('the beat to finish', async () => {
+      const found = await other.store.packageRuns.list({ package: 'watch' });
+      return found.some((run) => run.status === 'running') ? undefined : found;
+    });
+    expect(runs.filter((run) => run.status !== 'skipped').map((run) => [run.id, run.trigger, run.status])).toEqual([[job?.id, 'heartbeat', 'completed']]);
+    expect(
+      runs
+        .filter((run) => run.status === 'skipped')
+        .map((run) => [run.trigger, run.error])
+        .sort(),
+    ).toEqual([
+      ['manual', 'not started: the previous run of "beat" is still going'],
+      ['manual', `not started: the previous run of "beat" is still going on another node (run "${job?.id}")`],
+    ]);
+    expect(server.requests).toHaveLength(1);
   }, 60_000);
 
   it('a timed fire on PostgreSQL is enqueued once per instant and run by the queue, the run named by its job', async () => {

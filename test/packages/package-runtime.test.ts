@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
+import { StoreError } from '../../src/errors/index.ts';
 import type { PackageRunView } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -381,6 +382,35 @@ describe('triggers on the injected clock', () => {
     const [run] = await host.packages.runs({ package: 'fetcher' });
     expect(run).toMatchObject({ status: 'aborted', activities: [] });
     expect(run?.error).toContain('its trigger.check (web_fetch) failed, and the model was not called');
+  });
+
+  it('records a heartbeat whose check the store failed as aborted, saying why, and leaves no run going', async () => {
+    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
+    const state = join(dir.path, 'inbox-state.txt');
+    await writeFile(state, 'one new mail\n');
+    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'shell_exec', input: { command: `cat ${state}` } } };
+    await host.packages.install(
+      await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }),
+    );
+    // The database fails the beat's one read of the last check (a disk error, say).
+    const runs = host.store.packageRuns;
+    const read = runs.lastCheckHash.bind(runs);
+    runs.lastCheckHash = () => {
+      runs.lastCheckHash = read;
+      return Promise.reject(new StoreError('cannot read the last check of binding "beat": disk I/O error'));
+    };
+
+    await advance(host, 10 * 60_000);
+
+    expect(server.requests).toHaveLength(0);
+    expect(await host.packages.runs({ package: 'watcher' })).toMatchObject([
+      {
+        status: 'aborted',
+        trigger: 'heartbeat',
+        activities: [],
+        error: 'not started: the store failed during its heartbeat\'s check: cannot read the last check of binding "beat": disk I/O error',
+      },
+    ]);
   });
 
   it('with catch_up = "skip", records the fires missed while the daemon was down as one missed run, without replaying them', async () => {

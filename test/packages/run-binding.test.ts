@@ -1,7 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createUuidGenerator } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { type ActivityFallback, activityPrompt, type RunEvent, type RunnableActivity, type RunnableBinding, runBinding } from '../../src/packages/index.ts';
+import type { PackageRunRecord } from '../../src/contracts/index.ts';
+import type { BindingRunParts } from '../../src/packages/run-binding.ts';
+import {
+  type ActivityFallback,
+  activityPrompt,
+  type RunEvent,
+  type RunnableActivity,
+  type RunnableBinding,
+  runBinding,
+  runToStart,
+} from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { openTestHost, type TestHost } from '../support/test-host.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
@@ -45,15 +55,24 @@ function binding(activities: RunnableActivity[], changes: Partial<RunnableBindin
   return { package: 'pipeline', name: 'collect', inputs: {}, activities, totalPerRun: 10_000, emit: 'data-collected', ...changes };
 }
 
-const parts = () => ({
+const parts = (): BindingRunParts => ({
   kernel: host.kernel,
   runs: host.store.packageRuns,
   clock: host.clock,
-  ids: createUuidGenerator(),
   logger: createSilentLogger(),
   report: (event: RunEvent) => events.push(event),
-  nodeId: null,
 });
+
+/** Starts a run of `target` in the store (a new one, or `resume` going on), as the package runtime does, and runs it. */
+async function startAndRun(
+  target: RunnableBinding,
+  runParts: BindingRunParts = parts(),
+  options: { signal?: AbortSignal; resume?: PackageRunRecord } = {},
+): Promise<PackageRunRecord> {
+  const run = runToStart(target, 'manual', { clock: host.clock, ids: createUuidGenerator(), nodeId: null }, { resume: options.resume });
+  expect(await host.store.packageRuns.start(run)).toEqual({ started: true });
+  return runBinding(target, run, runParts, options.signal === undefined ? {} : { signal: options.signal });
+}
 const promptOf = (index: number): string =>
   (server.requests[index]?.body['messages'] as { role: string; content: string }[]).find((message) => message.role === 'user')?.content ?? '';
 const BAD_REQUEST = { status: 400 };
@@ -65,11 +84,7 @@ describe('runBinding()', () => {
       { text: 'trend: up', usage: { inputTokens: 50, outputTokens: 7 } },
     ]);
 
-    const run = await runBinding(
-      binding([activity('scrape', 'Abort', { steps: ['Fetch', 'Parse'] }), activity('analyze')], { inputs: { source: 'wiki' } }),
-      'manual',
-      parts(),
-    );
+    const run = await startAndRun(binding([activity('scrape', 'Abort', { steps: ['Fetch', 'Parse'] }), activity('analyze')], { inputs: { source: 'wiki' } }));
 
     expect(run).toMatchObject({ status: 'completed', emitted: 'pipeline.data-collected', trigger: 'manual' });
     expect(run.activities.map((entry) => [entry.id, entry.status, entry.output, entry.inputTokens, entry.outputTokens])).toEqual([
@@ -85,7 +100,7 @@ describe('runBinding()', () => {
 
   it('retries a failing activity, then Skip goes on and the binding still emits', async () => {
     server.script([BAD_REQUEST, BAD_REQUEST, { text: 'second ran' }]);
-    const run = await runBinding(binding([activity('flaky', 'Skip'), activity('next')]), 'manual', parts());
+    const run = await startAndRun(binding([activity('flaky', 'Skip'), activity('next')]));
     expect(run.status).toBe('completed');
     expect(run.emitted).toBe('pipeline.data-collected');
     expect(run.activities[0]).toMatchObject({ status: 'skipped', attempts: 2, fallback: 'Skip' });
@@ -95,7 +110,7 @@ describe('runBinding()', () => {
 
   it('NotifyOwner tells the owner and goes on', async () => {
     server.script([BAD_REQUEST, { text: 'second ran' }]);
-    const run = await runBinding(binding([activity('flaky', 'NotifyOwner', { retry: 0 }), activity('next')]), 'manual', parts());
+    const run = await startAndRun(binding([activity('flaky', 'NotifyOwner', { retry: 0 }), activity('next')]));
     expect(run.activities.map((entry) => entry.status)).toEqual(['failed', 'completed']);
     expect(events.filter((event) => event.type === 'notify-owner')).toMatchObject([{ activity: { id: 'flaky', fallback: 'NotifyOwner' } }]);
     expect(run.status).toBe('completed');
@@ -103,7 +118,7 @@ describe('runBinding()', () => {
 
   it('Abort stops the run: later activities never run and nothing is emitted', async () => {
     server.script([BAD_REQUEST]);
-    const run = await runBinding(binding([activity('first', 'Abort', { retry: 0 }), activity('never')]), 'manual', parts());
+    const run = await startAndRun(binding([activity('first', 'Abort', { retry: 0 }), activity('never')]));
     expect(run).toMatchObject({ status: 'aborted', emitted: null });
     expect(run.error).toMatch(/^activity "first" failed and its on_error fallback is Abort: /);
     expect(run.activities.map((entry) => entry.status)).toEqual(['failed', 'pending']);
@@ -113,7 +128,7 @@ describe('runBinding()', () => {
 
   it('stops an activity that passes its token budget mid-way, without retrying, and applies its fallback', async () => {
     server.script([{ toolCalls: [{ name: 'file_read', input: { path: 'x' } }], usage: { inputTokens: 900, outputTokens: 200 } }, { text: 'next ran' }]);
-    const run = await runBinding(binding([activity('greedy', 'Skip', { retry: 3 }), activity('next')]), 'manual', parts());
+    const run = await startAndRun(binding([activity('greedy', 'Skip', { retry: 3 }), activity('next')]));
     expect(run.activities[0]).toMatchObject({ status: 'skipped', attempts: 1, inputTokens: 900, outputTokens: 200 });
     expect(run.activities[0]?.error).toBe('stopped: activity "greedy" (token_budget.max = 1000) allows 1000 tokens and 1100 were used');
     expect(run.activities[1]).toMatchObject({ status: 'completed' });
@@ -124,7 +139,7 @@ describe('runBinding()', () => {
       { text: 'used most', usage: { inputTokens: 700, outputTokens: 100 } },
       { text: 'too much', usage: { inputTokens: 300, outputTokens: 50 } },
     ]);
-    const run = await runBinding(binding([activity('first'), activity('second', 'Abort', { retry: 0 })], { totalPerRun: 1000 }), 'manual', parts());
+    const run = await startAndRun(binding([activity('first'), activity('second', 'Abort', { retry: 0 })], { totalPerRun: 1000 }));
     expect(run.status).toBe('aborted');
     expect(run.activities[1]?.error).toBe('stopped: binding "collect" (budget.total_per_run = 1000, 200 left) allows 200 tokens and 350 were used');
   });
@@ -137,9 +152,9 @@ describe('runBinding()', () => {
       runTask: (...args: Parameters<typeof host.kernel.runTask>) =>
         server.requests.length >= 1 ? (crash.abort(new Error('killed')), Promise.reject(new Error('killed'))) : host.kernel.runTask(...args),
     };
-    await expect(
-      runBinding(binding([activity('first'), activity('second')]), 'manual', { ...parts(), kernel: dying }, { signal: crash.signal }),
-    ).rejects.toThrow('killed');
+    await expect(startAndRun(binding([activity('first'), activity('second')]), { ...parts(), kernel: dying }, { signal: crash.signal })).rejects.toThrow(
+      'killed',
+    );
     const [interrupted] = await host.store.packageRuns.interruptRunning(host.clock.now(), 'the daemon stopped during the run');
     if (interrupted === undefined) throw new Error('expected a running run to interrupt');
     expect(interrupted.activities.map((entry) => [entry.status, entry.fallback])).toEqual([
@@ -148,7 +163,7 @@ describe('runBinding()', () => {
     ]);
 
     server.script([{ text: 'second done' }]);
-    const resumed = await runBinding(binding([activity('first'), activity('second')]), 'manual', parts(), { resume: interrupted });
+    const resumed = await startAndRun(binding([activity('first'), activity('second')]), parts(), { resume: interrupted });
     expect(resumed).toMatchObject({ id: interrupted.id, status: 'completed' });
     expect(resumed.activities.map((entry) => entry.output)).toEqual(['first done', 'second done']);
     expect(server.requests).toHaveLength(2);

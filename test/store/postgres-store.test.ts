@@ -42,9 +42,8 @@ describeStoreContract('PostgreSQL', async () => {
   return {
     store,
     origin: self,
-    otherNode: async (state) => {
+    otherNode: async (state, origin = randomUUID()) => {
       if (others.length === 0) await join(self, 'alive');
-      const origin = randomUUID();
       const other = await openPostgresStore({ url, origin, poolSize: 1 });
       others.push(other);
       await join(origin, state);

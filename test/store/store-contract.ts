@@ -23,7 +23,7 @@ export interface StoreHarness {
   store: Store;
   cleanup(): Promise<void>;
   /** On a database several nodes share: another node's store on it (see `StoreContext.otherNode`). */
-  otherNode?: (state: OtherNodeState) => Promise<Store>;
+  otherNode?: (state: OtherNodeState, id?: string) => Promise<Store>;
   /** On a database several nodes share: the id the store leases the turns it records to (see `StoreContext.origin`). */
   origin?: string;
 }

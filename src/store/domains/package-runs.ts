@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { ActivityRunRecord, PackageRunRecord, PackageRunRepository } from '../../contracts/index.ts';
+import type { ActivityRunRecord, PackageRunRecord, PackageRunRepository, PackageRunStart } from '../../contracts/index.ts';
 import { StoreNotFoundError } from '../../errors/index.ts';
 import { jsonObjectText, jsonText, parseRow, type Row } from '../rows.ts';
+import { nodeAliveSql } from '../server-clock.ts';
 import type { Database, Work } from '../sql/database.ts';
 import { insert, type Parameter, raw, type Sql, sql, update, where } from '../sql/statement.ts';
 
@@ -21,6 +23,21 @@ const activityRecord = z.object({
 
 const columns = 'id, package, binding, trigger, status, inputs, activities, emitted, error, started_at, ended_at, node_id, check_hash';
 const select = raw(`SELECT ${columns} FROM package_runs`);
+
+/** The node that recorded a run (`package_runs.node_id`) is alive now, by the cluster's measure, as SQL (PostgreSQL). */
+const RUN_NODE_ALIVE = raw(`EXISTS (SELECT 1 FROM loom_nodes WHERE loom_nodes.id = package_runs.node_id AND ${nodeAliveSql()})`);
+
+/**
+ * The first key of the transaction-level advisory lock under which a run of a binding starts on
+ * PostgreSQL (`Runs` in ASCII; the cluster's own locks use `Loom`, so none is ever this one); the
+ * second is drawn from the package and the binding ({@link bindingLockKey}).
+ */
+const RUN_START_LOCK = 0x52756e73;
+
+/** The second key of a binding's start lock: 32 bits of a hash of its package and name (two bindings sharing one only wait for each other). */
+function bindingLockKey(pkg: string, binding: string): number {
+  return createHash('sha256').update(`${pkg}\n${binding}`).digest().readInt32BE(0);
+}
 
 /** A row of `package_runs`: one run, its activities as JSON. */
 const packageRunRow = z
@@ -65,6 +82,28 @@ export class SqlPackageRunRepository implements PackageRunRepository {
 
   async create(record: PackageRunRecord): Promise<void> {
     await this.#db.run(insert('package_runs', columns, runValues(record)), () => ({ action: `store package run "${record.id}"` }));
+  }
+
+  start(record: PackageRunRecord): Promise<PackageRunStart> {
+    const db = this.#db;
+    const { package: pkg, binding } = record;
+    // Nodes share the database only on PostgreSQL. Without the lock, two transactions would each
+    // find no run going (neither sees the other's insert before it commits) and both start one.
+    const shared = db.dialect === 'postgres';
+    const going = sql`${select} WHERE package = ${pkg} AND binding = ${binding} AND status = 'running' AND id <> ${record.id}
+      AND node_id IS DISTINCT FROM ${record.nodeId} AND ${RUN_NODE_ALIVE} ORDER BY started_at DESC, ${db.insertOrder} DESC LIMIT 1`;
+    return db.transaction(
+      function* (): Work<PackageRunStart> {
+        if (shared) {
+          yield sql`SELECT pg_advisory_xact_lock(${RUN_START_LOCK}, ${bindingLockKey(pkg, binding)})`;
+          const [row] = (yield going).rows;
+          if (row !== undefined) return { started: false, going: parseRun(row) };
+        }
+        if ((yield replace(record)).changed === 0) yield insert('package_runs', columns, runValues(record));
+        return { started: true };
+      },
+      () => ({ action: `start run "${record.id}" of binding "${binding}" (package "${pkg}")` }),
+    );
   }
 
   async update(record: PackageRunRecord): Promise<void> {

@@ -6,9 +6,10 @@ export interface StoreContext {
   readonly store: Store;
   /**
    * On a database several nodes share (PostgreSQL): the store of another node on it, that node
-   * alive (its heartbeat fresh in `loom_nodes`), gone silent, or stopped. Absent alone (SQLite).
+   * alive (its heartbeat fresh in `loom_nodes`), gone silent, or stopped; its id is `id` (a random
+   * UUID by default). Absent alone (SQLite).
    */
-  readonly otherNode?: ((state: OtherNodeState) => Promise<Store>) | undefined;
+  readonly otherNode?: ((state: OtherNodeState, id?: string) => Promise<Store>) | undefined;
   /** On a database several nodes share: the id the store leases the turns it records to (its origin). Absent alone (SQLite). */
   readonly origin?: string | undefined;
 }
