@@ -1,11 +1,7 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readSse, readSseUntil, type SseEvent, sseText } from '../http/api-harness.ts';
-import { makeTempDir } from '../support/test-kernel.ts';
-import { startScriptedModelServer, type ScriptedModelServer } from '../support/scripted-model-server.ts';
-import { startTestPostgres, type TestPostgres } from '../support/postgres-server.ts';
-import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
+import { useTurnCluster } from '../support/turn-cluster.ts';
+import { type DaemonNode, waitFor } from './daemons.ts';
 
 // A turn's stream followed through another node of the cluster (decision 0059, amended): two
 // daemons in separate processes on one PostgreSQL database. The node that does not run the turn
@@ -16,52 +12,11 @@ import { type DaemonNode, DaemonNodes, waitFor } from './daemons.ts';
 /** The lease the nodes hold their turns with, in seconds: short, so that a takeover comes soon. */
 const LEASE_SECONDS = 3;
 
-let postgres: TestPostgres;
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let model: ScriptedModelServer;
-let nodes: DaemonNodes;
-/** The world the agent's tool acts on: it counts requests. */
-let world: { server: Server; url: string; hits: string[] };
-
-beforeAll(async () => {
-  dir = await makeTempDir('loom-turn-stream-');
-  postgres = await startTestPostgres();
-}, 120_000);
-
-afterAll(async () => {
-  await postgres?.stop();
-  await dir?.remove();
-}, 60_000);
-
-beforeEach(async () => {
-  model = await startScriptedModelServer({ steps: [] });
-  nodes = new DaemonNodes(dir.path, model.url);
-  const hits: string[] = [];
-  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
-    hits.push(`${request.method ?? ''} ${request.url ?? ''}`);
-    request.resume();
-    response.end('the order is placed');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  world = { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
-});
-
-afterEach(async (context) => {
-  if (context.task.result?.state === 'fail')
-    for (const node of nodes.started)
-      process.stderr.write(`--- the last log lines of node "${node.name}":\n${node.output().split('\n').slice(-40).join('\n')}\n`);
-  await nodes.stopAll();
-  await new Promise<void>((resolve) => world.server.close(() => resolve()));
-  await model.close();
-}, 30_000);
-
-/** An agent that may call `http_request` on the world's server. */
-const manifest = (): string =>
-  `name = "clerk"\n[model]\nprovider = "openai"\nmodel = "gpt-4o"\nbase_url = "${model.url}"\n[capabilities]\ntools = ["http_request"]\nnetwork = ["${world.url.slice('http://'.length)}"]\n`;
+const cluster = useTurnCluster('loom-turn-stream-', LEASE_SECONDS);
 
 /** A call that is not idempotent (a POST): its node records the turn's step before and after it. */
 const order = { name: 'http_request', input: { url: '', method: 'POST', body: 'one order' } };
-const placeOrder = (): typeof order => ({ ...order, input: { ...order.input, url: `${world.url}/place` } });
+const placeOrder = (): typeof order => ({ ...order, input: { ...order.input, url: `${cluster.world.url}/place` } });
 
 /** A promise the test settles when it chooses: what the scripted model waits for. */
 function gate(): { promise: Promise<void>; release: () => void } {
@@ -71,16 +26,7 @@ function gate(): { promise: Promise<void>; release: () => void } {
 }
 
 /** Two nodes on a fresh database, the clerk spawned on A and held by B. */
-async function twoNodes(): Promise<{ a: DaemonNode; b: DaemonNode }> {
-  const database = await postgres.createDatabase();
-  const cluster = { turn_lease_seconds: LEASE_SECONDS };
-  const a = await nodes.start('stream-a', database.url, { cluster });
-  const b = await nodes.start('stream-b', database.url, { cluster });
-  const spawned = await fetch(`${a.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest() });
-  expect(spawned.status).toBe(201);
-  await waitFor('node B to hold the clerk', async () => (await fetch(`${b.url}/api/agents/clerk`)).ok);
-  return { a, b };
-}
+const twoNodes = (): Promise<{ a: DaemonNode; b: DaemonNode }> => cluster.twoNodes(['stream-a', 'stream-b']);
 
 /** "place the order" sent to node A, its reply streamed (`POST …/messages` as SSE): its events as they come. */
 async function streamOnA(a: DaemonNode): Promise<AsyncGenerator<SseEvent>> {
@@ -113,13 +59,13 @@ describe("a turn's stream followed through another node", () => {
   it('shows on node B each step node A records as the model is let go, then the rest of the reply and its end', async () => {
     const first = gate();
     const second = gate();
-    model.script([
+    cluster.model.script([
       { toolCalls: [placeOrder()], gate: first.promise },
       { text: 'The order is placed.', gate: second.promise },
     ]);
     const { a, b } = await twoNodes();
     const onA = await streamOnA(a);
-    await waitFor('the first model call', () => model.requests.length >= 1);
+    await waitFor('the first model call', () => cluster.model.requests.length >= 1);
 
     // Node B does not run the turn: it shows it, and follows it, from the journal node A writes.
     const { running } = (await (await fetch(`${b.url}/api/agents/clerk/session`)).json()) as { running: { run_id: string } | null };
@@ -154,13 +100,13 @@ describe("a turn's stream followed through another node", () => {
     expect(sseText(ending)).toBe('The order is placed.');
     expect(ending.at(-1)?.event).toBe('run-finish');
     expect(dataOf(ending.at(-1))).toMatchObject({ result: { text: 'The order is placed.', iterations: 2, model: 'openai/gpt-4o' } });
-    expect(world.hits).toEqual(['POST /place']);
+    expect(cluster.world.hits).toEqual(['POST /place']);
     await rest(onA);
   }, 90_000);
 
   it('shows on node B the steps of a turn node A runs for a plain JSON request with an Idempotency-Key, and its end', async () => {
     const second = gate();
-    model.script([{ toolCalls: [placeOrder()] }, { text: 'Placed.', gate: second.promise }]);
+    cluster.model.script([{ toolCalls: [placeOrder()] }, { text: 'Placed.', gate: second.promise }]);
     const { a, b } = await twoNodes();
     const reply = fetch(`${a.url}/api/agents/clerk/messages`, {
       method: 'POST',
@@ -169,7 +115,7 @@ describe("a turn's stream followed through another node", () => {
     });
     // Awaited at the end; a test that fails first leaves it to fail with its node.
     reply.catch(() => undefined);
-    await waitFor('the model call after the tool result', () => model.requests.length >= 2);
+    await waitFor('the model call after the tool result', () => cluster.model.requests.length >= 2);
 
     // Nobody streams it on node A; on a cluster its steps are saved all the same, for node B's clients.
     const response = await followOn(b);
@@ -235,13 +181,13 @@ describe("a turn's stream followed through another node", () => {
   }, 90_000);
 
   it('a client of the node that died follows the turn on the other node from its last event, and gets the rest as that node says it once it took the turn over', async () => {
-    model.script([{ toolCalls: [placeOrder()] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    cluster.model.script([{ toolCalls: [placeOrder()] }, { text: 'never said', gate: new Promise<never>(() => undefined) }]);
     const { a, b } = await twoNodes();
     const onA = await streamOnA(a);
     const seen = await readSseUntil(onA, 'tool-result');
-    await waitFor('the model call after the tool result', () => model.requests.length >= 2);
+    await waitFor('the model call after the tool result', () => cluster.model.requests.length >= 2);
     const resumed = gate();
-    model.script([{ text: 'The order is placed.', gate: resumed.promise }]);
+    cluster.model.script([{ text: 'The order is placed.', gate: resumed.promise }]);
     a.child.kill('SIGKILL');
     await a.exited;
 
@@ -249,7 +195,7 @@ describe("a turn's stream followed through another node", () => {
     // when it took it over first: either way from the client's last event, nothing repeated.
     const response = await followOn(b, seen.at(-1)?.id);
     expect(response.status).toBe(200);
-    await waitFor("node B's model call of the turn it took over", () => model.requests.length >= 3, { ms: 60_000 });
+    await waitFor("node B's model call of the turn it took over", () => cluster.model.requests.length >= 3, { ms: 60_000 });
     resumed.release();
     const ending = await rest(readSse(response));
     expect(ending.map((event) => event.event)).not.toContain('rewind');
@@ -260,6 +206,6 @@ describe("a turn's stream followed through another node", () => {
     // What B said carries B's ids: the same turn, under the epoch of B's run of it.
     const [turnId = '', epochOfA = ''] = (seen.at(-1)?.id ?? '').split(':');
     expect(ending.every((event) => event.id?.startsWith(`${turnId}:`) === true && !event.id.startsWith(`${turnId}:${epochOfA}:`))).toBe(true);
-    expect(world.hits).toEqual(['POST /place']);
+    expect(cluster.world.hits).toEqual(['POST /place']);
   }, 90_000);
 });

@@ -13,30 +13,26 @@ import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MCP_CALLS_DRAIN_MS, MCP_DRAIN_MS } from '../../src/http/index.ts';
 import { MCP_PRINCIPAL_NAME } from '../../src/mcp/server/index.ts';
-import { makeTempDir } from '../support/test-kernel.ts';
+import { useDaemonFolder } from '../support/daemon-folder.ts';
+import { mcpSessionHeaders, openMcpSession } from '../support/open-mcp-session.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { agentManifest, type ClientKind, connectClient, firstText, type McpHttpServer, startMcpHttpServer } from './server-harness.ts';
 
 const model = useScriptedModelServer();
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let served: McpHttpServer | undefined;
+const folder = useDaemonFolder('loom-mcp-stop-');
 /** Set once a test has stopped the server itself, as the daemon does. */
 let stopped = false;
 const clients: Client[] = [];
 const cleanups: (() => void)[] = [];
 
-beforeEach(async () => {
-  dir = await makeTempDir('loom-mcp-stop-');
+beforeEach(() => {
   stopped = false;
 });
+// Before the folder's own hook closes the server.
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) cleanup();
   for (const client of clients.splice(0)) await client.close().catch(() => undefined);
-  if (stopped) await served?.host.close();
-  else await served?.close();
-  served = undefined;
-  await dir.remove();
 });
 
 /** A model reply held until the test lets it go. */
@@ -53,9 +49,9 @@ async function serveHelper(
 ): Promise<{ url: string; server: McpHttpServer; stop: () => { drained: Promise<void>; closed: Promise<void> } }> {
   const stopping = new AbortController();
   // Every client on loopback, as the in-process requests below say they are.
-  served = await startMcpHttpServer(dir.path, { closing: stopping.signal, clientAddress: '127.0.0.1', ...(config === undefined ? {} : { config }) });
-  await served.host.kernel.spawn(agentManifest('helper', model.url));
-  const server = served;
+  const server = await startMcpHttpServer(folder.dir, { closing: stopping.signal, clientAddress: '127.0.0.1', ...(config === undefined ? {} : { config }) });
+  folder.closeAfter(() => (stopped ? server.host.close() : server.close()));
+  await server.host.kernel.spawn(agentManifest('helper', model.url));
   return {
     url: server.url,
     server,
@@ -345,42 +341,6 @@ describe("the daemon's stop and a client that reads its MCP stream slowly, on a 
   });
 });
 
-/** The 2025 revision a raw client of a session speaks. */
-const REVISION_2025 = '2025-11-25';
-
-/** The headers of a raw client's POST to its 2025-era session `sessionId`. */
-const sessionHeaders = (sessionId: string): Record<string, string> => ({
-  'content-type': 'application/json',
-  accept: 'application/json, text/event-stream',
-  'mcp-session-id': sessionId,
-  'mcp-protocol-version': REVISION_2025,
-  host: '127.0.0.1',
-});
-
-/** Opens a 2025-era session by hand (initialize, then initialized); returns its id. */
-async function openSession(url: string): Promise<string> {
-  const opened = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: REVISION_2025, capabilities: {}, clientInfo: { name: 'raw-client', version: '1.0.0' } },
-    }),
-  });
-  expect(opened.status).toBe(200);
-  await opened.text();
-  const sessionId = opened.headers.get('mcp-session-id') ?? '';
-  const initialized = await fetch(`${url}/mcp`, {
-    method: 'POST',
-    headers: sessionHeaders(sessionId),
-    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
-  });
-  expect(initialized.status).toBe(202);
-  return sessionId;
-}
-
 /** What a request on a kept connection got, and whether it went on the connection opened before. */
 interface KeptAnswer {
   status: number;
@@ -436,8 +396,8 @@ describe('a client during the stop, while its call still runs', () => {
   it('on a 2025-era session: its cancel reaches the call, a new request is refused, and the stop ends once the call has, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     model.script([{ text: 'Never read.', stall: held().promise }]);
-    const sessionId = await openSession(url);
-    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CALL) });
+    const sessionId = await openMcpSession(url);
+    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: mcpSessionHeaders(sessionId), body: JSON.stringify(CALL) });
     void call.text().catch(() => undefined);
     await waitFor('the turn to reach the model', () => model.requests.length === 1);
     const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
@@ -445,13 +405,13 @@ describe('a client during the stop, while its call still runs', () => {
 
     const { drained, closed } = stop();
     expect(await newConnectionError(url)).toBe('ECONNREFUSED');
-    const refused = await send('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify({ ...CALL, id: 2 }) });
+    const refused = await send('/mcp', { method: 'POST', headers: mcpSessionHeaders(sessionId), body: JSON.stringify({ ...CALL, id: 2 }) });
     expect({ status: refused.status, body: JSON.parse(refused.text) as unknown, reused: refused.reused }).toEqual({
       status: 503,
       body: { jsonrpc: '2.0', error: { code: -32000, message: 'cannot answer an MCP request: the daemon is stopping' }, id: 2 },
       reused: true,
     });
-    const cancel = await send('/mcp', { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CANCEL) });
+    const cancel = await send('/mcp', { method: 'POST', headers: mcpSessionHeaders(sessionId), body: JSON.stringify(CANCEL) });
     expect({ status: cancel.status, reused: cancel.reused }).toEqual({ status: 202, reused: true });
     await cancelled;
     await waitFor('the stop to end', () => settled(drained));
@@ -461,21 +421,21 @@ describe('a client during the stop, while its call still runs', () => {
   it('on a 2025-era session: its DELETE ends the session and cancels the call, and the stop ends, the clock not moved', async () => {
     const { url, server, stop } = await serveHelper();
     model.script([{ text: 'Never read.', stall: held().promise }]);
-    const sessionId = await openSession(url);
-    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: sessionHeaders(sessionId), body: JSON.stringify(CALL) });
+    const sessionId = await openMcpSession(url);
+    const call = await fetch(`${url}/mcp`, { method: 'POST', headers: mcpSessionHeaders(sessionId), body: JSON.stringify(CALL) });
     void call.text().catch(() => undefined);
     await waitFor('the turn to reach the model', () => model.requests.length === 1);
     const cancelled = new Promise((resolve) => server.host.kernel.events.subscribe((event) => event.type === 'turn-cancel' && resolve(event)));
     const send = await keptConnection(url);
 
     const { drained, closed } = stop();
-    const ended = await send('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
+    const ended = await send('/mcp', { method: 'DELETE', headers: mcpSessionHeaders(sessionId) });
     expect({ status: ended.status, reused: ended.reused }).toEqual({ status: 200, reused: true });
     await cancelled;
     await waitFor('the stop to end', () => settled(drained));
     await closed;
     // Ended: the session is gone (asked in-process: the server has closed).
-    const again = await server.app.request('/mcp', { method: 'DELETE', headers: sessionHeaders(sessionId) });
+    const again = await server.app.request('/mcp', { method: 'DELETE', headers: mcpSessionHeaders(sessionId) });
     expect(again.status).toBe(404);
   });
 
@@ -512,10 +472,10 @@ describe("the daemon's stop and a 2025-era client that does not read its calls' 
   it("ends the other clients' streams at once, the clock not moved: it waits for calls, not for clients to read", async () => {
     const { url, server, stop } = await serveHelper();
     model.script([{ text: LONG_REPLY }, { text: LONG_REPLY }]);
-    const sessionId = await openSession(url);
+    const sessionId = await openMcpSession(url);
     let finished = 0;
     server.host.kernel.events.subscribe((event) => void (event.type === 'turn-finish' && (finished += 1)));
-    const headers = Object.entries(sessionHeaders(sessionId))
+    const headers = Object.entries(mcpSessionHeaders(sessionId))
       .filter(([name]) => name !== 'host')
       .map(([name, value]) => `${name}: ${value}`)
       .join('\r\n');
