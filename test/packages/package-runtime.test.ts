@@ -1,44 +1,15 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
-import { StoreError } from '../../src/errors/index.ts';
+import { describe, expect, it } from 'vitest';
+import { createFakeClock } from '../../src/clock/index.ts';
 import type { PackageRunView } from '../../src/packages/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { openTestHost, type TestHost } from '../support/test-host.ts';
-import { makeTempDir } from '../support/test-kernel.ts';
-import { activityJson, bindingJson, EXAMPLES, packageConfig, writePackage } from './support.ts';
+import { activityJson, advance, bindingJson, EXAMPLES, usePackageHosts, writePackage } from './support.ts';
 
 const server = useScriptedModelServer();
-let dir: Awaited<ReturnType<typeof makeTempDir>>;
-let hosts: TestHost[];
-
-beforeEach(async () => {
-  dir = await makeTempDir('loom-packages-');
-  hosts = [];
-});
-afterEach(async () => {
-  for (const host of hosts) await host.close();
-  await dir.remove();
-});
-
-async function open(clock?: FakeClock, config: Record<string, unknown> = {}): Promise<TestHost> {
-  const host = await openTestHost(dir.path, { ...packageConfig(server.url), ...config }, undefined, {
-    runSchedules: true,
-    ...(clock === undefined ? {} : { clock }),
-  });
-  hosts.push(host);
-  return host;
-}
-
-/** Moves the fake clock forward in steps, letting runs started on the way finish. */
-async function advance(host: TestHost, ms: number, stepMs = 60_000): Promise<void> {
-  for (let done = 0; done < ms; done += stepMs) {
-    await host.clock.advance(Math.min(stepMs, ms - done));
-    await host.packages.runtime.idle();
-  }
-}
+const packages = usePackageHosts(server, 'loom-packages-');
+const { open } = packages;
 
 const systemOf = (index: number): string => {
   const body = server.requests[index]?.body ?? {};
@@ -107,13 +78,15 @@ describe('installing a package', () => {
 
   it('refuses an event source no installed binding emits, and an agent name already taken, leaving nothing behind', async () => {
     const host = await open();
-    const listener = await writePackage(dir.path, 'listener', {
+    const listener = await writePackage(packages.dir, 'listener', {
       workflows: { hear: bindingJson({ type: 'event', sources: ['talker.said'] }, [activityJson('note')]) },
     });
     await expect(host.packages.install(listener)).rejects.toThrow(
       'package "listener": agent.json: workflows.hear.trigger.sources[0]: no installed binding emits "talker.said"',
     );
-    const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
+    const talker = await writePackage(packages.dir, 'talker', {
+      workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) },
+    });
     await host.packages.install(talker);
     await host.packages.install(listener);
     expect((await host.packages.show('listener')).bindings[0]?.sources).toEqual(['talker.said']);
@@ -124,7 +97,7 @@ describe('installing a package', () => {
 
   it('installs only the package whose plan was shown: one changed since the check is refused', async () => {
     const host = await open();
-    const folder = await writePackage(dir.path, 'shifty', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('a')]) } });
+    const folder = await writePackage(packages.dir, 'shifty', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('a')]) } });
     const plan = await host.packages.check(folder);
     expect(plan.digest).toMatch(/^[0-9a-f]{64}$/);
     await writeFile(join(folder, 'AGENT.md'), 'You are someone else now.');
@@ -145,13 +118,15 @@ describe('installing a package', () => {
   it("uninstalls a package whose name another package's own dotted emit starts with", async () => {
     const host = await open();
     // "echo" emits "talker.done" and listens to it: that is "echo.talker.done", not talker's event.
-    const echo = await writePackage(dir.path, 'echo', {
+    const echo = await writePackage(packages.dir, 'echo', {
       workflows: {
         first: bindingJson({ type: 'manual' }, [activityJson('a')], { emit: 'talker.done' }),
         second: bindingJson({ type: 'event', sources: ['talker.done'] }, [activityJson('b')]),
       },
     });
-    const talker = await writePackage(dir.path, 'talker', { workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) } });
+    const talker = await writePackage(packages.dir, 'talker', {
+      workflows: { say: bindingJson({ type: 'manual' }, [activityJson('speak')], { emit: 'said' }) },
+    });
     await host.packages.install(talker);
     await host.packages.install(echo);
     await host.packages.uninstall('talker');
@@ -190,7 +165,7 @@ describe('runs', () => {
 
   it('a run in flight when its package is suspended is aborted: no fallback, no emit, nothing downstream', async () => {
     const host = await open();
-    const folder = await writePackage(dir.path, 'halted', {
+    const folder = await writePackage(packages.dir, 'halted', {
       workflows: {
         first: bindingJson({ type: 'manual' }, [activityJson('slow', { on_error: { retry: 0, fallback: 'Skip' } })], { emit: 'done' }),
         second: bindingJson({ type: 'event', sources: ['done'] }, [activityJson('after')]),
@@ -213,7 +188,7 @@ describe('runs', () => {
 
   it('a budget exceeded mid-activity stops it between model steps; Abort then ends the run without its emit', async () => {
     const host = await open();
-    const folder = await writePackage(dir.path, 'greedy', {
+    const folder = await writePackage(packages.dir, 'greedy', {
       workflows: { work: bindingJson({ type: 'manual' }, [activityJson('think', { token_budget: { max: 500 } }), activityJson('never')], { emit: 'done' }) },
     });
     await host.packages.install(folder);
@@ -230,7 +205,7 @@ describe('runs', () => {
   it('a binding still running is not started twice: the second fire is recorded as skipped', async () => {
     const host = await open();
     await host.packages.install(
-      await writePackage(dir.path, 'slow', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }),
+      await writePackage(packages.dir, 'slow', { workflows: { tick: bindingJson({ type: 'heartbeat', interval: '1m' }, [activityJson('work')]) } }),
     );
     let release: () => void = () => undefined;
     server.script([{ text: 'done', gate: new Promise<void>((resolve) => (release = resolve)) }]);
@@ -251,7 +226,7 @@ describe('after a restart', () => {
   it('resumes a run cut off mid-way with the inputs it started with and the outputs it had', async () => {
     const first = await open();
     await first.packages.install(
-      await writePackage(dir.path, 'resumer', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('gather'), activityJson('write')]) } }),
+      await writePackage(packages.dir, 'resumer', { workflows: { job: bindingJson({ type: 'manual' }, [activityJson('gather'), activityJson('write')]) } }),
     );
     const done = {
       id: 'gather',
@@ -280,8 +255,7 @@ describe('after a restart', () => {
       endedAt: null,
       nodeId: null,
     });
-    await first.close();
-    hosts = [];
+    await packages.close(first);
 
     server.script([{ text: 'written' }]);
     const second = await open();
@@ -308,7 +282,7 @@ describe('triggers on the injected clock', () => {
     const clock = createFakeClock(Date.UTC(2026, 2, 7, 0, 0));
     const host = await open(clock);
     await host.packages.install(
-      await writePackage(dir.path, 'nightly', {
+      await writePackage(packages.dir, 'nightly', {
         defaults: { timezone: 'America/New_York' },
         workflows: { night: bindingJson({ type: 'schedule', cron: '30 2 * * *' }, [activityJson('work')]) },
       }),
@@ -324,10 +298,10 @@ describe('triggers on the injected clock', () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 12, 0));
     const host = await open(clock);
     await host.packages.install(
-      await writePackage(dir.path, 'first', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '30m' }, [activityJson('work')]) } }),
+      await writePackage(packages.dir, 'first', { workflows: { beat: bindingJson({ type: 'heartbeat', interval: '30m' }, [activityJson('work')]) } }),
     );
     await host.packages.install(
-      await writePackage(dir.path, 'night', {
+      await writePackage(packages.dir, 'night', {
         workflows: { beat: bindingJson({ type: 'heartbeat', interval: '1h', window: '22:00-06:00' }, [activityJson('work')]) },
       }),
     );
@@ -343,85 +317,14 @@ describe('triggers on the injected clock', () => {
     expect(hours).toEqual([22, 23, 0, 1, 2, 3, 4, 5]);
   });
 
-  it("calls the model on a heartbeat only when its check's result changed, recording the beat unchanged otherwise", async () => {
-    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
-    const state = join(dir.path, 'inbox-state.txt');
-    await writeFile(state, 'one new mail\n');
-    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'shell_exec', input: { command: `cat ${state}` } } };
-    await host.packages.install(
-      await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }),
-    );
-    server.script([{ text: 'triaged' }, { text: 'triaged again' }]);
-
-    await advance(host, 10 * 60_000);
-    await advance(host, 10 * 60_000);
-    expect(server.requests).toHaveLength(1);
-    await writeFile(state, 'two new mails\n');
-    await advance(host, 10 * 60_000);
-
-    expect(server.requests).toHaveLength(2);
-    const runs = (await host.packages.runs({ package: 'watcher' })).reverse();
-    expect(runs.map((run) => [run.status, run.activities.length === 0 ? 'no activity' : run.activities[0]?.status])).toEqual([
-      ['completed', 'completed'],
-      ['unchanged', 'no activity'],
-      ['completed', 'completed'],
-    ]);
-    const finished = await host.kernel.audit({ agent: 'watcher', type: 'package-run-finish' });
-    expect(finished.map((event) => event.data['status'])).toEqual(['completed', 'unchanged', 'completed']);
-  });
-
-  it('records a heartbeat whose check a capability gate refuses as aborted, saying why, and calls no model', async () => {
-    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
-    // The package's agent has no web grant: the check is refused, deny by default.
-    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'web_fetch', input: { url: 'https://example.com/feed' } } };
-    await host.packages.install(await writePackage(dir.path, 'fetcher', { workflows: { beat: bindingJson(trigger, [activityJson('read')]) } }));
-
-    await advance(host, 10 * 60_000);
-
-    expect(server.requests).toHaveLength(0);
-    const [run] = await host.packages.runs({ package: 'fetcher' });
-    expect(run).toMatchObject({ status: 'aborted', activities: [] });
-    expect(run?.error).toContain('its trigger.check (web_fetch) failed, and the model was not called');
-  });
-
-  it('records a heartbeat whose check the store failed as aborted, saying why, and leaves no run going', async () => {
-    const host = await open(createFakeClock(Date.UTC(2026, 0, 1, 12, 0)));
-    const state = join(dir.path, 'inbox-state.txt');
-    await writeFile(state, 'one new mail\n');
-    const trigger = { type: 'heartbeat', interval: '10m', check: { tool: 'shell_exec', input: { command: `cat ${state}` } } };
-    await host.packages.install(
-      await writePackage(dir.path, 'watcher', { workflows: { beat: bindingJson(trigger, [activityJson('triage', { cmds: ['cat'] })]) } }),
-    );
-    // The database fails the beat's one read of the last check (a disk error, say).
-    const runs = host.store.packageRuns;
-    const read = runs.lastCheckHash.bind(runs);
-    runs.lastCheckHash = () => {
-      runs.lastCheckHash = read;
-      return Promise.reject(new StoreError('cannot read the last check of binding "beat": disk I/O error'));
-    };
-
-    await advance(host, 10 * 60_000);
-
-    expect(server.requests).toHaveLength(0);
-    expect(await host.packages.runs({ package: 'watcher' })).toMatchObject([
-      {
-        status: 'aborted',
-        trigger: 'heartbeat',
-        activities: [],
-        error: 'not started: the store failed during its heartbeat\'s check: cannot read the last check of binding "beat": disk I/O error',
-      },
-    ]);
-  });
-
   it('with catch_up = "skip", records the fires missed while the daemon was down as one missed run, without replaying them', async () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const skip = { scheduler: { timezone: 'UTC', catch_up: 'skip', catch_up_window_seconds: 86_400 } };
     const first = await open(clock, skip);
     await first.packages.install(
-      await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
+      await writePackage(packages.dir, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
     );
-    await first.close();
-    hosts = [];
+    await packages.close(first);
 
     const second = await open(createFakeClock(Date.UTC(2026, 0, 1, 5, 45)), skip);
     await second.packages.runtime.idle();
@@ -443,10 +346,9 @@ describe('triggers on the injected clock', () => {
     const clock = createFakeClock(Date.UTC(2026, 0, 1, 0, 30));
     const first = await open(clock);
     await first.packages.install(
-      await writePackage(dir.path, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
+      await writePackage(packages.dir, 'hourly', { workflows: { tick: bindingJson({ type: 'schedule', cron: '0 * * * *' }, [activityJson('work')]) } }),
     );
-    await first.close();
-    hosts = [];
+    await packages.close(first);
     server.script([{ text: 'caught up' }]);
 
     // Back at 05:45: 05:00 is within the hour's window, 01:00 to 04:00 are not.

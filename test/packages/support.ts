@@ -1,6 +1,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'smol-toml';
+import { afterEach, beforeEach } from 'vitest';
+import type { FakeClock } from '../../src/clock/index.ts';
+import type { ScriptedModelServer } from '../support/scripted-model-server.ts';
+import { openTestHost, type TestHost } from '../support/test-host.ts';
+import { makeTempDir } from '../support/test-kernel.ts';
 
 /** The example packages shipped in `examples/packages/`. */
 export const EXAMPLES = join(import.meta.dirname, '../../examples/packages');
@@ -56,4 +61,57 @@ export function packageConfig(modelUrl: string, extra: Record<string, unknown> =
 /** {@link packageConfig} as config.toml text. */
 export function packageConfigToml(modelUrl: string, extra: Record<string, unknown> = {}): string {
   return stringify(packageConfig(modelUrl, extra));
+}
+
+/** A test file's daemon hosts on the scripted model server, each test in a folder of its own. */
+export interface PackageHosts {
+  /** The test's folder (the hosts' homes are in it). */
+  readonly dir: string;
+  /** Opens a host (its timers running) on `clock`, with `config` over {@link packageConfig}'s; it is closed after the test. */
+  open: (clock?: FakeClock, config?: Record<string, unknown>) => Promise<TestHost>;
+  /** Closes a host before the test ends (a restart's first half). */
+  close: (host: TestHost) => Promise<void>;
+}
+
+/** Makes each test's folder (removed after it) and closes the hosts it opened. Valid once the tests run. */
+export function usePackageHosts(server: ScriptedModelServer, prefix: string): PackageHosts {
+  let dir: Awaited<ReturnType<typeof makeTempDir>> | undefined;
+  let hosts: TestHost[] = [];
+  beforeEach(async () => {
+    dir = await makeTempDir(prefix);
+    hosts = [];
+  });
+  afterEach(async () => {
+    for (const host of hosts) await host.close();
+    await dir?.remove();
+  });
+  const folder = (): string => {
+    if (dir === undefined) throw new Error('the package hosts are used before the tests start');
+    return dir.path;
+  };
+  return {
+    get dir() {
+      return folder();
+    },
+    open: async (clock, config = {}) => {
+      const host = await openTestHost(folder(), { ...packageConfig(server.url), ...config }, undefined, {
+        runSchedules: true,
+        ...(clock === undefined ? {} : { clock }),
+      });
+      hosts.push(host);
+      return host;
+    },
+    close: async (host) => {
+      hosts = hosts.filter((open) => open !== host);
+      await host.close();
+    },
+  };
+}
+
+/** Moves the host's fake clock forward in steps, letting the runs started on the way finish. */
+export async function advance(host: TestHost, ms: number, stepMs = 60_000): Promise<void> {
+  for (let done = 0; done < ms; done += stepMs) {
+    await host.clock.advance(Math.min(stepMs, ms - done));
+    await host.packages.runtime.idle();
+  }
 }
