@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import type { ClaimedJob, JsonObject, PackageRunRecord } from '../contracts/index.ts';
-import { LoomError, messageOf } from '../errors/index.ts';
+import { LoomError, messageOf, StoreError } from '../errors/index.ts';
 import type { PackageEvent } from '../kernel/index.ts';
 import { namespacedSource } from './emit-graph.ts';
 import { lookBeforeHeartbeat } from './heartbeat-check.ts';
@@ -136,9 +136,12 @@ export class BindingRuns {
     // Every attempt's model calls count against the run's total_per_run, failed ones included.
     const metered = meterRun({ binding: runnable, kernel, runs: store.packageRuns, resume });
     const stops = [state.stopped, pkg.abort.signal, ...(job === undefined ? [] : [job.signal])];
-    // A heartbeat's check runs first (a resumed run has looked already, a manual run is a person's decision).
+    // A heartbeat's check runs first, in a new beat and in a resumed one no activity of which had
+    // started: it was cut off during its check (or just after), the model not called yet. A run cut
+    // off in its activities looked when it started; a manual run is a person's decision.
     const firedBy = pkg.prepared.loaded.agentJson.workflows[name]?.trigger;
-    const check = trigger === 'heartbeat' && resume === undefined && firedBy?.type === 'heartbeat' ? firedBy.check : undefined;
+    const unstarted = resume === undefined || resume.activities.every((activity) => activity.status === 'pending');
+    const check = trigger === 'heartbeat' && unstarted && firedBy?.type === 'heartbeat' ? firedBy.check : undefined;
     const run = (async () => {
       let looked = check === undefined;
       try {
@@ -186,9 +189,10 @@ export class BindingRuns {
         });
         return finished;
       } catch (error) {
-        // A look the store failed leaves no run going that never ran (a restart would resume it).
+        // A check that could not be made leaves no run going that never ran (a restart would resume it).
         if (!looked) {
-          const reason = `not started: the store failed during its heartbeat's check: ${messageOf(error)}`;
+          const why = error instanceof StoreError ? "the store failed during its heartbeat's check" : "its heartbeat's check could not be made";
+          const reason = `not started: ${why}: ${messageOf(error)}`;
           await this.#endUnrun(pkg, name, trigger, started, { status: 'aborted', error: reason }).catch((ended: unknown) =>
             state.logger.error({ err: ended, run: runId }, `could not end run "${runId}" of "${name}" (package "${slug}"), which did not start`),
           );
