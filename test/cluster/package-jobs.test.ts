@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createJobQueue } from '../../src/cluster/index.ts';
 import type { ActivityRunRecord, PackageRunRecord } from '../../src/contracts/index.ts';
-import { openPostgresStore } from '../../src/store/index.ts';
+import { openPostgresStore, SERVER_NOW_MS } from '../../src/store/index.ts';
 import { openTestHost, TEST_KEYS, type TestHost } from '../support/test-host.ts';
 import { makeTempDir } from '../support/test-kernel.ts';
 import { activityJson, bindingJson, packageConfig, writePackage } from '../packages/support.ts';
@@ -58,52 +58,67 @@ const activity = (id: string, changes: Partial<ActivityRunRecord>): ActivityRunR
   ...changes,
 });
 
+/** Installs the package "chain" (its binding "work" run by hand: activities "first" and "second") by a node that then stops. */
+async function installChain(url: string): Promise<void> {
+  const installer = await openNode(url);
+  await installer.packages.install(
+    await writePackage(dir.path, 'chain', { workflows: { work: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) } }),
+  );
+  await installer.close();
+  hosts = hosts.filter((host) => host !== installer);
+}
+
+/** The run of the job `id` (binding "work" of package "chain") as a node that died in its second activity left it. */
+const cutOffRun = (id: string): PackageRunRecord => ({
+  id,
+  package: 'chain',
+  binding: 'work',
+  trigger: 'manual',
+  status: 'running',
+  inputs: {},
+  activities: [
+    activity('first', { status: 'completed', attempts: 1, output: 'done by the dead node', startedAt: 1, endedAt: 2 }),
+    activity('second', { status: 'running', attempts: 1, startedAt: 2 }),
+  ],
+  emitted: null,
+  error: null,
+  startedAt: 1,
+  endedAt: null,
+  nodeId: 'the-dead-node',
+});
+
+/**
+ * Enqueues a `package-run` job of binding "work" of package "chain" (tried `maxAttempts` times),
+ * which a node takes and dies in: its lease lapses 3 s from now, and `runs(jobId)` are stored as
+ * it left them. Returns the job's id and when its lease ends.
+ */
+async function jobOfDeadNode(url: string, runs: (jobId: string) => PackageRunRecord[], maxAttempts?: number): Promise<{ jobId: string; leaseEnds: number }> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    const dead = createJobQueue({ database: pool, nodeId: 'dead-node', leaseMs: 3_000 });
+    const payload = { package: 'chain', binding: 'work', trigger: 'manual' };
+    const jobId = (await dead.enqueue({ kind: 'package-run', payload, ...(maxAttempts === undefined ? {} : { maxAttempts }) })).id;
+    const leaseEnds = Date.now() + 3_000;
+    expect(await dead.claim(['package-run'], 1)).toHaveLength(1);
+    const store = await openPostgresStore({ url });
+    try {
+      for (const run of runs(jobId)) await store.packageRuns.create(run);
+    } finally {
+      await store.close();
+    }
+    return { jobId, leaseEnds };
+  } finally {
+    await pool.end();
+  }
+}
+
 describe('package runs as jobs of the shared work queue', () => {
   it('a package-run job whose node died mid-run is taken again after its lease lapses and resumes its one run: the finished activity is not run again', async () => {
     const database = await postgres.createDatabase({ template });
-    const folder = await writePackage(dir.path, 'chain', {
-      workflows: { work: bindingJson({ type: 'manual' }, [activityJson('first'), activityJson('second')]) },
-    });
-    const installer = await openNode(database.url);
-    await installer.packages.install(folder);
-    await installer.close();
-    hosts = [];
+    await installChain(database.url);
 
     // A node took the job, ran the first activity, and died in the second.
-    const pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    let jobId: string;
-    let leaseEnds: number;
-    try {
-      const dead = createJobQueue({ database: pool, nodeId: 'dead-node', leaseMs: 3_000 });
-      jobId = (await dead.enqueue({ kind: 'package-run', payload: { package: 'chain', binding: 'work', trigger: 'manual' } })).id;
-      leaseEnds = Date.now() + 3_000;
-      expect(await dead.claim(['package-run'], 1)).toHaveLength(1);
-      const store = await openPostgresStore({ url: database.url });
-      try {
-        const run: PackageRunRecord = {
-          id: jobId,
-          package: 'chain',
-          binding: 'work',
-          trigger: 'manual',
-          status: 'running',
-          inputs: {},
-          activities: [
-            activity('first', { status: 'completed', attempts: 1, output: 'done by the dead node', startedAt: 1, endedAt: 2 }),
-            activity('second', { status: 'running', attempts: 1, startedAt: 2 }),
-          ],
-          emitted: null,
-          error: null,
-          startedAt: 1,
-          endedAt: null,
-          nodeId: 'the-dead-node',
-        };
-        await store.packageRuns.create(run);
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await pool.end();
-    }
+    const { jobId, leaseEnds } = await jobOfDeadNode(database.url, (id) => [cutOffRun(id)]);
 
     // One model call is scripted: the second activity's. A second call would fail the run.
     server.script([{ text: 'second done' }]);
@@ -131,6 +146,71 @@ describe('package runs as jobs of the shared work queue', () => {
     expect(attempts.rows).toEqual([
       { attempt: 1, node_id: 'dead-node', outcome: 'lost' },
       { attempt: 2, node_id: node.cluster.id, outcome: 'done' },
+    ]);
+  }, 60_000);
+
+  it('a job whose run to resume waits while another node runs the binding is tried again later, its one run resumed then and nothing recorded skipped', async () => {
+    const database = await postgres.createDatabase({ template });
+    await installChain(database.url);
+
+    // Another node, alive for the test's length (seen last an hour ahead), runs the binding.
+    await postgres.query(
+      `INSERT INTO loom_nodes (id, name, version, schema_version, started_at, last_seen) VALUES ('busy-node', 'busy', 'test', 0, ${SERVER_NOW_MS}, ${SERVER_NOW_MS} + 3600000)`,
+      [],
+      database.name,
+    );
+    const going: PackageRunRecord = {
+      ...cutOffRun('going'),
+      activities: [activity('first', { status: 'running', attempts: 1, startedAt: 5 })],
+      startedAt: 5,
+      nodeId: 'busy-node',
+    };
+    const { jobId } = await jobOfDeadNode(database.url, (id) => [cutOffRun(id), going], 5);
+    server.script([{ text: 'second done' }]);
+    const node = await openNode(database.url);
+
+    // The job's next attempt finds the binding running there, and leaves its run to a later attempt.
+    const refused = await waitFor('the attempt to be refused', async () => {
+      const rows = (await postgres.query("SELECT error FROM loom_job_attempts WHERE job_id = $1 AND outcome = 'failed'", [jobId], database.name)).rows as {
+        error: string;
+      }[];
+      return rows[0];
+    });
+    expect(refused.error).toBe(
+      `binding "work" of package "chain" is still running on another node (run "going"); run "${jobId}" is resumed at the job's next attempt`,
+    );
+    expect(server.requests).toHaveLength(0);
+    const held = await node.store.packageRuns.get(jobId);
+    expect(['running', 'interrupted']).toContain(held?.status);
+    expect(held?.activities[0]).toMatchObject({ status: 'completed', output: 'done by the dead node' });
+
+    // Once the other node's run ends, the job's next attempt resumes its run.
+    await node.store.packageRuns.update({ ...going, status: 'completed', endedAt: 6 });
+    const finished = await waitFor('the run to finish', async () => {
+      const run = await node.store.packageRuns.get(jobId);
+      return run !== undefined && run.status !== 'running' && run.status !== 'interrupted' ? run : undefined;
+    });
+    expect(finished.status).toBe('completed');
+    expect(finished.activities.map((entry) => [entry.id, entry.status, entry.output])).toEqual([
+      ['first', 'completed', 'done by the dead node'],
+      ['second', 'completed', 'second done'],
+    ]);
+    expect(server.requests).toHaveLength(1);
+    expect((await node.store.packageRuns.list({ package: 'chain' })).map((run) => [run.id, run.status]).sort()).toEqual(
+      [
+        [jobId, 'completed'],
+        ['going', 'completed'],
+      ].sort(),
+    );
+    const attempts = await waitFor('the job to be done', async () => {
+      const rows = (await postgres.query('SELECT attempt, node_id, outcome FROM loom_job_attempts WHERE job_id = $1 ORDER BY attempt', [jobId], database.name))
+        .rows as { outcome: string }[];
+      return rows.at(-1)?.outcome === 'done' ? rows : undefined;
+    });
+    expect(attempts).toEqual([
+      { attempt: 1, node_id: 'dead-node', outcome: 'lost' },
+      { attempt: 2, node_id: node.cluster.id, outcome: 'failed' },
+      { attempt: 3, node_id: node.cluster.id, outcome: 'done' },
     ]);
   }, 60_000);
 
