@@ -79,6 +79,9 @@ describe("a heartbeat's check", () => {
     ]);
     const finished = await host.kernel.audit({ agent: 'watcher', type: 'package-run-finish' });
     expect(finished.map((event) => event.data['status'])).toEqual(['completed', 'unchanged', 'completed']);
+    // A beat its check stops fires nothing: package-fire comes when the activities start.
+    const fired = await host.kernel.audit({ agent: 'watcher', type: 'package-fire' });
+    expect(fired.map((event) => event.data['runId'])).toEqual([runs[0]?.id, runs[2]?.id]);
   });
 
   it('records a heartbeat whose check a capability gate refuses as aborted, saying why, and calls no model', async () => {
