@@ -132,7 +132,7 @@ describe("a turn's stream followed through another node", () => {
   }, 90_000);
 
   it("a client of node A back after the turn's end on node B gets its reply again and its end; an id of no turn of the session gets 409", async () => {
-    model.script([{ text: 'The order is placed.' }]);
+    cluster.model.script([{ text: 'The order is placed.' }]);
     const { a, b } = await twoNodes();
     const onA = await rest(await streamOnA(a));
     expect(onA.at(-1)?.event).toBe('run-finish');
@@ -158,11 +158,11 @@ describe("a turn's stream followed through another node", () => {
   }, 90_000);
 
   it("a single daemon on PostgreSQL restarted within two minutes of a turn's end gives a client back with one of its event ids the reply and its end", async () => {
-    model.script([{ text: 'The order is placed.' }]);
-    const database = await postgres.createDatabase();
-    const cluster = { turn_lease_seconds: LEASE_SECONDS };
-    const solo = await nodes.start('stream-solo', database.url, { cluster });
-    const spawned = await fetch(`${solo.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: manifest() });
+    cluster.model.script([{ text: 'The order is placed.' }]);
+    const database = await cluster.postgres.createDatabase();
+    const lease = { turn_lease_seconds: LEASE_SECONDS };
+    const solo = await cluster.nodes.start('stream-solo', database.url, { cluster: lease });
+    const spawned = await fetch(`${solo.url}/api/agents`, { method: 'POST', headers: { 'content-type': 'application/toml' }, body: cluster.manifest() });
     expect(spawned.status).toBe(201);
     const seen = await rest(await streamOnA(solo));
     expect(seen.at(-1)?.event).toBe('run-finish');
@@ -170,8 +170,8 @@ describe("a turn's stream followed through another node", () => {
     expect(lastText).toBeDefined();
 
     // Restarted, the daemon no longer keeps the turn's events: it tells the end from the session.
-    expect(await nodes.stop(solo)).toBe(0);
-    const restarted = await nodes.start('stream-solo', database.url, { cluster });
+    expect(await cluster.nodes.stop(solo)).toBe(0);
+    const restarted = await cluster.nodes.start('stream-solo', database.url, { cluster: lease });
     const response = await followOn(restarted, lastText);
     expect(response.status).toBe(200);
     const back = await rest(readSse(response));
