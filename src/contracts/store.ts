@@ -310,6 +310,15 @@ export interface UsageRepository {
    * records of its descendants too, killed ones included: those whose `lineage` begins with it.
    */
   totals(options: { since: number; agentId?: string; descendants?: string }): Promise<UsageTotals>;
+  /**
+   * The lifetime totals of agents' families, one per entry of `families`, in its order, read at
+   * once: what `totals({ since: 0, agentId, descendants })` gives for each (its own records and its
+   * descendants', killed ones included). On PostgreSQL the database keeps them as the usage is
+   * written, one row per agent, so a read costs the same however much a family has spent (a sum of
+   * its records grew with every call); alone (SQLite) each is the sum.
+   * @throws {StoreError} when a `descendants` does not end with `/`.
+   */
+  familyTotals(families: readonly { agentId: string; descendants: string }[]): Promise<UsageTotals[]>;
   /** Records with `at >= since` (all when omitted), oldest first. */
   list(options?: { since?: number; agentId?: string; limit?: number }): Promise<UsageRecord[]>;
   /**

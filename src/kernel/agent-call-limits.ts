@@ -4,7 +4,7 @@ import { aroundModelCalls, type ModelResolver, withCallTimeLimit } from '../mode
 import type { AgentEntry } from './agent-entry.ts';
 import type { UnheldAgent } from './agent-restorer.ts';
 import type { Budget, BudgetLedger } from './budget-ledger.ts';
-import { lineageOf } from './lifetime-spend.ts';
+import { type Cap, lineageOf } from './lifetime-spend.ts';
 import type { PriorityGate } from './priority-gate.ts';
 import type { UnloggedSpend } from './shared-totals.ts';
 
@@ -45,11 +45,13 @@ export function timeLimitedResolver(resolver: ModelResolver, manifest: Manifest,
 /**
  * The lifetime spending caps a call of `entry` draws from: its own and each of its ancestors'
  * (`entry.ancestors`, fixed at its spawn), where the agent is granted `econ_spend` (the least
- * grant, if several; `granted` answers undefined for an agent this kernel does not hold). An
- * ancestor's cap covers what every agent under it spends. Of an ancestor not held, the cap is read
- * from its stored record (`unheld`, when its manifest did not validate): none there is no cap; one
- * that does not read, or an ancestor not known here at all, refuses the call (see `LifetimeSpend.unknown`).
- * What the calls spend counts in `work` until it is written (see `LifetimeSpend.budget`).
+ * grant, if several; `granted` answers undefined for an agent this kernel does not hold), as one
+ * budget whose families' totals are read together (see `LifetimeSpend.budget`). An ancestor's cap
+ * covers what every agent under it spends. Of an ancestor not held, the cap is read from its
+ * stored record (`unheld`, when its manifest did not validate): none there is no cap; one that does
+ * not read, or an ancestor not known here at all, refuses the call (see `LifetimeSpend.unknown`),
+ * before any cap is read: no wait lets the call through. What the calls spend counts in `work`
+ * until it is written (see `LifetimeSpend.budget`).
  */
 export function lifetimeBudgets(
   ledger: BudgetLedger,
@@ -61,19 +63,23 @@ export function lifetimeBudgets(
   const { lifetime } = ledger;
   if (lifetime === undefined) return [];
   const line = [entry, ...entry.ancestors];
-  return line.flatMap((agent, index) => {
+  const unknown: Budget[] = [];
+  const caps: Cap[] = [];
+  line.forEach((agent, index) => {
     // The caller's own grants: it is held while its turn runs.
     const held = index === 0 ? (granted(agent.id) ?? []) : granted(agent.id);
-    let caps: number[];
+    let maxUsd: number[];
     if (held === undefined) {
       const stored = unheld(agent.id);
-      if (stored === undefined || stored.cap === null) return [lifetime.unknown(agent, entry.name, stored)];
-      caps = stored.cap === undefined ? [] : [stored.cap];
+      if (stored === undefined || stored.cap === null) {
+        unknown.push(lifetime.unknown(agent, entry.name, stored));
+        return;
+      }
+      maxUsd = stored.cap === undefined ? [] : [stored.cap];
     } else {
-      caps = held.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
+      maxUsd = held.flatMap((capability) => (capability.kind === 'econ_spend' ? [capability.max_usd] : []));
     }
-    if (caps.length === 0) return [];
-    const descendants = lineageOf(line.slice(index));
-    return [lifetime.budget({ id: agent.id, name: agent.name, descendants }, Math.min(...caps), entry.name, work)];
+    if (maxUsd.length > 0) caps.push({ id: agent.id, name: agent.name, descendants: lineageOf(line.slice(index)), maxUsd: Math.min(...maxUsd) });
   });
+  return caps.length === 0 ? unknown : [...unknown, lifetime.budget(caps, entry.name, work)];
 }

@@ -233,6 +233,12 @@ async function reserveAll(budgets: readonly Budget[], estimate: CallSpend): Prom
     for (const reservation of held) reservation.release();
     throw error;
   }
+  return joined(held);
+}
+
+/** The reservations of one call in several budgets as one: settled or released in each. */
+export function joined(held: readonly Reservation[]): Reservation {
+  if (held.length === 0) return NOTHING;
   if (held.length === 1) return held[0] as Reservation;
   return {
     settle: (spent) => {

@@ -1,8 +1,8 @@
 import type { UsageRecord, UsageRepository } from '../contracts/index.ts';
 import { CapabilityDeniedError, QuotaExceededError } from '../errors/index.ts';
 import type { UnheldAgent } from './agent-restorer.ts';
-import type { Budget, CallSpend, Reservation } from './budget-ledger.ts';
-import { SharedTotals, spentOf, type UnloggedSpend } from './shared-totals.ts';
+import { type Budget, type CallSpend, joined, type Reservation } from './budget-ledger.ts';
+import { SharedTotals, type Spent, spentOf, type UnloggedSpend } from './shared-totals.ts';
 
 /** The manifest field of the lifetime cap, for messages and `details.budget`. */
 export const LIFETIME_SPEND_FIELD = '[capabilities].econ_spend';
@@ -28,6 +28,11 @@ export interface CapHolder {
   name: string;
   /** Its own lineage, its id and `/`: where its descendants' usage records are found (see `UsageRecord.lineage`). */
   descendants: string;
+}
+
+/** A cap a call draws from: its holder and its dollars. */
+export interface Cap extends CapHolder {
+  maxUsd: number;
 }
 
 /**
@@ -67,12 +72,14 @@ export class LifetimeSpend {
   }
 
   /**
-   * `holder`'s lifetime cap as a budget of the ledger, for the calls of agent `caller` (the holder
-   * or a descendant) in a piece of work: on a shared store, what they spend counts in `work` until
-   * it is written to the usage log.
+   * The lifetime caps of `caps` (the caller's own first, then its ancestors' up its line) as one
+   * budget of the ledger, for the calls of agent `caller` in a piece of work: a call holds its
+   * estimate in each or in none, the first that refuses naming itself. Their totals are read from
+   * the log together, in one statement (at each call on a shared store, the first time alone). On
+   * a shared store, what the calls spend counts in `work` until it is written to the usage log.
    */
-  budget(holder: CapHolder, maxUsd: number, caller: string, work: UnloggedSpend): Budget {
-    return { reserve: (estimate) => this.#reserve(holder, maxUsd, caller, estimate, work) };
+  budget(caps: readonly Cap[], caller: string, work: UnloggedSpend): Budget {
+    return { reserve: (estimate) => this.#reserve(caps, caller, estimate, work) };
   }
 
   /**
@@ -116,38 +123,58 @@ export class LifetimeSpend {
     this.#shared?.logged(records);
   }
 
-  #reserve(holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation | Promise<Reservation> {
-    if (this.#shared !== undefined) return this.#reserveShared(this.#shared, holder, maxUsd, caller, estimate, work);
-    const account = this.#accounts.get(holder.id);
-    if (account !== undefined) return this.#hold(account, holder, maxUsd, caller, estimate, work);
-    return this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then((totals) => {
-      // Another call may have seeded it meanwhile: that one holds its reservation.
-      const seeded = this.#accounts.get(holder.id) ?? { spentUsd: totals.costUsd, reservedUsd: 0 };
-      this.#accounts.set(holder.id, seeded);
-      return this.#hold(seeded, holder, maxUsd, caller, estimate, work);
+  #reserve(caps: readonly Cap[], caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation | Promise<Reservation> {
+    if (this.#shared !== undefined) return this.#reserveShared(this.#shared, caps, caller, estimate, work);
+    const accounts = caps.map((cap) => this.#accounts.get(cap.id));
+    if (accounts.every((account) => account !== undefined)) return this.#holdAll(caps, accounts, caller, estimate, work);
+    const unread = caps.filter((_, index) => accounts[index] === undefined);
+    return this.#read(unread).then((totals) => {
+      const seeded = caps.map((cap) => {
+        // Another call may have seeded it meanwhile: that one holds its reservation.
+        const account = this.#accounts.get(cap.id) ?? { spentUsd: (totals[unread.indexOf(cap)] as Spent).costUsd, reservedUsd: 0 };
+        this.#accounts.set(cap.id, account);
+        return account;
+      });
+      return this.#holdAll(caps, seeded, caller, estimate, work);
     });
   }
 
-  /** On a store other nodes share: the family's total read from the log at every call, then held as alone. */
-  async #reserveShared(
-    shared: SharedTotals,
-    holder: CapHolder,
-    maxUsd: number,
-    caller: string,
-    estimate: CallSpend,
-    work: UnloggedSpend,
-  ): Promise<Reservation> {
-    let account = this.#accounts.get(holder.id);
-    if (account === undefined) {
-      account = { spentUsd: 0, reservedUsd: 0 };
-      this.#accounts.set(holder.id, account);
-    }
-    const current = account;
-    const total = await shared.total(holder.id, () => this.#usage.totals({ since: 0, agentId: holder.id, descendants: holder.descendants }).then(spentOf), {
-      refuses: (spent) => refuses(maxUsd, spent.costUsd + current.reservedUsd, estimate),
+  /** The totals of the families of `caps` in the usage log, in one statement. */
+  async #read(caps: readonly CapHolder[]): Promise<Spent[]> {
+    const totals = await this.#usage.familyTotals(caps.map((cap) => ({ agentId: cap.id, descendants: cap.descendants })));
+    if (totals.length !== caps.length) throw new Error(`the usage log answered ${totals.length} totals for ${caps.length} families`);
+    return totals.map(spentOf);
+  }
+
+  /** On a store other nodes share: the families' totals read from the log at every call, then held as alone. */
+  async #reserveShared(shared: SharedTotals, caps: readonly Cap[], caller: string, estimate: CallSpend, work: UnloggedSpend): Promise<Reservation> {
+    const accounts = caps.map((cap) => {
+      const account = this.#accounts.get(cap.id) ?? { spentUsd: 0, reservedUsd: 0 };
+      this.#accounts.set(cap.id, account);
+      return account;
     });
-    if (total !== undefined) account.spentUsd = total.costUsd;
-    return this.#hold(account, holder, maxUsd, caller, estimate, work);
+    const asked = caps.map((cap, index) => ({
+      account: cap.id,
+      cap,
+      refuses: (spent: Spent) => refuses(cap.maxUsd, spent.costUsd + (accounts[index] as Account).reservedUsd, estimate),
+    }));
+    const totals = await shared.totals(asked, (read) => this.#read(read.map(({ cap }) => cap)));
+    totals.forEach((total, index) => {
+      if (total !== undefined) (accounts[index] as Account).spentUsd = total.costUsd;
+    });
+    return this.#holdAll(caps, accounts, caller, estimate, work);
+  }
+
+  /** Holds `estimate` in the account of each cap (`accounts`, in the same order), or in none: the first that refuses throws. */
+  #holdAll(caps: readonly Cap[], accounts: readonly (Account | undefined)[], caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation {
+    const held: Reservation[] = [];
+    try {
+      caps.forEach((cap, index) => held.push(this.#hold(accounts[index] as Account, cap, cap.maxUsd, caller, estimate, work)));
+    } catch (error) {
+      for (const reservation of held) reservation.release();
+      throw error;
+    }
+    return joined(held);
   }
 
   #hold(account: Account, holder: CapHolder, maxUsd: number, caller: string, estimate: CallSpend, work: UnloggedSpend): Reservation {

@@ -38,6 +38,12 @@ interface LogRead {
   doubtful: boolean;
 }
 
+/** An account whose total is asked, and whether that total would refuse the call (then read again when in doubt). */
+export interface Asked {
+  account: string;
+  refuses?: (total: Spent) => boolean;
+}
+
 /** How often an account is read from the log: at every call, or at most once per `maxAgeMs` of `now`. */
 export interface ReadEvery {
   now: () => number;
@@ -149,40 +155,76 @@ export class SharedTotals {
    * (it would refuse the call) is read again first when this node wrote to the log while it was read.
    */
   async total(account: string, read: () => Promise<Spent>, options: { since?: number; refuses?: (total: Spent) => boolean } = {}): Promise<Spent | undefined> {
+    const [total] = await this.totals(
+      [{ account, ...(options.refuses === undefined ? {} : { refuses: options.refuses }) }],
+      async () => [await read()],
+      options.since,
+    );
+    return total;
+  }
+
+  /**
+   * The totals of several accounts, as {@link total} gives each, those to read from the log read
+   * together: `read` is given those of `asked` and answers their totals in that order, in one statement
+   * (the caps of a caller's line: its own and its ancestors'). So are those read again.
+   */
+  async totals<A extends Asked>(asked: readonly A[], read: (accounts: readonly A[]) => Promise<Spent[]>, since = 0): Promise<(Spent | undefined)[]> {
+    const shares = asked.map(({ account }) => this.#share(account));
+    const now = this.#every?.now();
+    const taken = shares.map(({ last }) =>
+      now !== undefined && last !== undefined && now >= last.at && now - last.at < (this.#every?.maxAgeMs ?? 0) ? last : undefined,
+    );
+    const readAgain = async (indexes: number[]): Promise<void> => {
+      if (indexes.length === 0) return;
+      const reads = await this.#read(
+        indexes.map((index) => shares[index] as Share),
+        () => read(indexes.map((index) => asked[index] as A)),
+        now,
+      );
+      indexes.forEach((index, at) => (taken[index] = reads[at]));
+    };
+    await readAgain(taken.flatMap((last, index) => (last === undefined ? [index] : [])));
+    // A commit of this node that landed while the log was read may be in its total twice: not refused on that.
+    const total = (index: number): Spent | undefined => {
+      const base = taken[index]?.base;
+      return base === undefined ? undefined : this.#sum(shares[index] as Share, base, since);
+    };
+    await readAgain(
+      asked.flatMap((account, index) => {
+        const spent = total(index);
+        return spent !== undefined && taken[index]?.doubtful === true && account.refuses?.(spent) === true ? [index] : [];
+      }),
+    );
+    return asked.map((_, index) => total(index));
+  }
+
+  #share(account: string): Share {
     let share = this.#shares.get(account);
     if (share === undefined) {
       share = { unlogged: new Set(), logged: { tokens: 0, costUsd: 0 }, read: 0 };
       this.#shares.set(account, share);
     }
-    const now = this.#every?.now();
-    const { last } = share;
-    const fresh = now !== undefined && last !== undefined && now >= last.at && now - last.at < (this.#every?.maxAgeMs ?? 0);
-    let taken = fresh ? last : await this.#read(share, read, now);
-    if (taken === undefined) return undefined;
-    let total = this.#sum(share, taken.base, options.since ?? 0);
-    // A commit of this node that landed while the log was read may be in its total twice: not refused on that.
-    if (taken.doubtful && options.refuses?.(total) === true) {
-      taken = await this.#read(share, read, now);
-      if (taken === undefined) return undefined;
-      total = this.#sum(share, taken.base, options.since ?? 0);
-    }
-    return total;
+    return share;
   }
 
-  /** Reads the account from the log; undefined when a later read answered first. */
-  async #read(share: Share, read: () => Promise<Spent>, now: number | undefined): Promise<LogRead | undefined> {
+  /** Reads the accounts of `shares` from the log, in one statement; for each, undefined when a later read of it answered first. */
+  async #read(shares: readonly Share[], read: () => Promise<Spent[]>, now: number | undefined): Promise<(LogRead | undefined)[]> {
     const number = (this.#reads += 1);
-    const before = { ...share.logged };
+    const before = shares.map((share) => ({ ...share.logged }));
     const logged = await read();
-    if (share.read > number) return undefined;
-    share.read = number;
-    const taken = {
-      at: now ?? 0,
-      base: { tokens: logged.tokens - before.tokens, costUsd: logged.costUsd - before.costUsd },
-      doubtful: share.logged.tokens !== before.tokens || share.logged.costUsd !== before.costUsd,
-    };
-    if (now !== undefined) share.last = taken;
-    return taken;
+    return shares.map((share, index) => {
+      const [spent, was] = [logged[index], before[index]];
+      if (spent === undefined || was === undefined) throw new Error(`a read of ${shares.length} accounts of spending answered ${logged.length} totals`);
+      if (share.read > number) return undefined;
+      share.read = number;
+      const taken = {
+        at: now ?? 0,
+        base: { tokens: spent.tokens - was.tokens, costUsd: spent.costUsd - was.costUsd },
+        doubtful: share.logged.tokens !== was.tokens || share.logged.costUsd !== was.costUsd,
+      };
+      if (now !== undefined) share.last = taken;
+      return taken;
+    });
   }
 
   /** `base` (a read of the log), what this node has written since and what it has not written yet. */

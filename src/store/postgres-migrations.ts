@@ -461,7 +461,59 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX turn_journal_running ON turn_journal (agent_id, received_at, insert_order) WHERE state = 'running';
     `,
   },
+  {
+    version: 20,
+    name: "usage: running totals of agents' families",
+    sql: `
+      -- What each agent and the agents under it have spent in all (decision 0040): the sums of the
+      -- usage rows whose agent_id is the agent or whose lineage names it, one row per agent, which a
+      -- capped family's read before each model call finds by its key. The sum of those rows grew
+      -- with every call the family made. PostgreSQL keeps it, so that every insert into usage counts
+      -- (a turn's commit, usage written alone, the copy from SQLite, a node of an older version
+      -- during a rolling upgrade), in its own statement's transaction. A row of NULL lineage counts
+      -- for its own agent only, as in the sum.
+      CREATE TABLE loom_family_usage (
+        agent_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cache_read_tokens BIGINT NOT NULL,
+        cache_write_tokens BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL,
+        calls BIGINT NOT NULL
+      );
+      -- Once per statement, from the rows it inserted: each total updated once, in key order, so
+      -- that statements of several nodes adding to the same totals wait for one another and never
+      -- deadlock.
+      CREATE FUNCTION loom_count_family_usage() RETURNS trigger LANGUAGE plpgsql AS $body$
+      BEGIN
+        ${familySums('added')};
+        RETURN NULL;
+      END
+      $body$;
+      -- Taking its lock on usage first (SHARE ROW EXCLUSIVE): writers wait from here to the
+      -- migration's commit, then count through the trigger; the fill below sees all they wrote before.
+      CREATE TRIGGER usage_family_totals AFTER INSERT ON usage REFERENCING NEW TABLE AS added
+        FOR EACH STATEMENT EXECUTE FUNCTION loom_count_family_usage();
+      ${familySums('usage')};
+    `,
+  },
 ];
+
+/**
+ * Adds the usage rows of `rows` (a table of usage's columns) to `loom_family_usage`: each row to
+ * its agent's total and to each of its lineage's. Used by step 20 only: a step that shipped never
+ * changes, so neither does this.
+ */
+function familySums(rows: string): string {
+  const columns = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd'];
+  return `INSERT INTO loom_family_usage AS total (agent_id, ${columns.join(', ')}, calls)
+        SELECT family.agent_id, ${columns.map((column) => `sum(item.${column})`).join(', ')}, count(*)
+        FROM ${rows} AS item CROSS JOIN LATERAL (
+          SELECT item.agent_id UNION SELECT id COLLATE "C" FROM unnest(string_to_array(item.lineage, '/')) AS id WHERE id <> ''
+        ) AS family (agent_id)
+        GROUP BY family.agent_id ORDER BY family.agent_id
+        ON CONFLICT (agent_id) DO UPDATE SET ${[...columns, 'calls'].map((column) => `${column} = total.${column} + excluded.${column}`).join(', ')}`;
+}
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */
 export async function readPostgresSchemaVersion(db: Pick<pg.PoolClient, 'query'>): Promise<number> {

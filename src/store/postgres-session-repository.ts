@@ -95,8 +95,9 @@ export class PostgresSessionRepository implements SessionRepository {
           if (typeof revision !== 'number') checkRevision(session.id, (await lockedRevision(client, session.id)) ?? 0, expectedRevision, true);
           await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
           await insertSessionMessages(client, session.id, session.messages, 0);
-          await recordUsage(client, options.usage ?? []);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt, this.#turnOwner);
+          // Last of the rows it locks: the usage adds to its families' totals (see recordUsage).
+          await recordUsage(client, options.usage ?? []);
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return Number(revision);
         }),
@@ -131,8 +132,8 @@ export class PostgresSessionRepository implements SessionRepository {
         this.#connection.transaction(async (client) => {
           const { revision, next } = await bumpRevision(client, id, options.updatedAt);
           await insertSessionMessages(client, id, messages, next);
-          await recordUsage(client, options.usage ?? []);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt, this.#turnOwner);
+          await recordUsage(client, options.usage ?? []);
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
           return revision;
         }),

@@ -1,7 +1,7 @@
 import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
-import { type Parameter, type PostgresConnection, type Queryable, query } from './postgres-connection.ts';
-import { checkLimit, lineageRange, parseRow, type Row } from './rows.ts';
+import { type NamedStatement, type Parameter, type PostgresConnection, type Queryable, query, queryNamed } from './postgres-connection.ts';
+import { checkLimit, familiesAction, lineageRange, parseRow, type Row } from './rows.ts';
 import { usageBucketRow, usageRow, usageTotalsRow } from './table-rows.ts';
 
 const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage';
@@ -9,6 +9,22 @@ const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_rea
 const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
   coalesce(sum(cache_read_tokens), 0)::bigint AS cache_read_tokens, coalesce(sum(cache_write_tokens), 0)::bigint AS cache_write_tokens,
   coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
+
+/**
+ * The lifetime totals of the families of agents `$1` (an array), in its order: each
+ * agent's row of `loom_family_usage` (PostgreSQL migration 20), which the database keeps with the
+ * usage rows, zeros for an agent without one. Prepared: it runs before every model call of a
+ * capped family.
+ */
+const FAMILY_TOTALS: NamedStatement = {
+  name: 'loom_family_totals',
+  text: `SELECT coalesce(total.input_tokens, 0) AS input_tokens, coalesce(total.output_tokens, 0) AS output_tokens,
+      coalesce(total.cache_read_tokens, 0) AS cache_read_tokens, coalesce(total.cache_write_tokens, 0) AS cache_write_tokens,
+      coalesce(total.cost_usd, 0) AS cost_usd, coalesce(total.calls, 0) AS calls
+    FROM unnest($1::text[]) WITH ORDINALITY AS family (agent_id, ordinality)
+    LEFT JOIN loom_family_usage AS total ON total.agent_id = family.agent_id COLLATE "C"
+    ORDER BY family.ordinality`,
+};
 
 /**
  * `records` as nine arrays, one per column, in the order `usage (agent_id, at, model,
@@ -31,7 +47,10 @@ export function usageColumnArrays(records: readonly UsageRecord[]): Parameter[] 
 
 /**
  * Records usage in one statement, in order. Shared with the session repository, which records a
- * turn's usage in the transaction that saves its messages.
+ * turn's usage in the transaction that saves its messages. The insert adds to the totals of the
+ * families it counts in (`loom_family_usage`, by a trigger), whose rows it locks to its
+ * transaction's end: a transaction locks no other row after it (it would wait for a turn's commit
+ * waiting for those totals), as a turn's commit adds to them last.
  */
 export async function recordUsage(db: Queryable, records: readonly UsageRecord[]): Promise<void> {
   if (records.length === 0) return;
@@ -79,6 +98,21 @@ export class PostgresUsageRepository implements UsageRepository {
           ]);
         }
         return parseRow(usageTotalsRow, result.rows[0] ?? {}, 'usage', []);
+      },
+      () => ({ action }),
+    );
+  }
+
+  familyTotals(families: readonly { agentId: string; descendants: string }[]): Promise<UsageTotals[]> {
+    const action = familiesAction(families);
+    return this.#connection.execute(
+      async (db) => {
+        // Kept by agent: a row counts for its agent and each agent its lineage names, which is the agent's
+        // descendants' prefix (agents never move), so `descendants` is only checked here.
+        for (const family of families) lineageRange(family.descendants, action);
+        if (families.length === 0) return [];
+        const { rows } = await queryNamed(db, FAMILY_TOTALS, [families.map((family) => family.agentId)]);
+        return rows.map((row) => parseRow(usageTotalsRow, row, 'loom_family_usage', []));
       },
       () => ({ action }),
     );

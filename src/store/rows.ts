@@ -80,3 +80,9 @@ export function lineageRange(descendants: string, action: string): [string, stri
   if (!descendants.endsWith('/')) throw new StoreError(`cannot ${action}: descendants must end with "/", got "${descendants}"`);
   return [descendants, `${descendants.slice(0, -1)}0`];
 }
+
+/** What reading the lifetime totals of `families` is, for messages: `total usage of agent "a" and its descendants`. */
+export function familiesAction(families: readonly { agentId: string }[]): string {
+  const names = families.map((family) => `"${family.agentId}"`);
+  return names.length === 1 ? `total usage of agent ${names[0]} and its descendants` : `total usage of agents ${names.join(', ')}, each with its descendants`;
+}

@@ -2,7 +2,7 @@ import type { StatementSync } from 'node:sqlite';
 import type { UsageBucket, UsageRecord, UsageRepository, UsageTotals } from '../contracts/index.ts';
 import { StoreError } from '../errors/index.ts';
 import type { SqliteConnection } from './sqlite-connection.ts';
-import { lineageRange, parseRow } from './rows.ts';
+import { familiesAction, lineageRange, parseRow } from './rows.ts';
 import { limitParameter, type SqliteRow } from './sqlite-rows.ts';
 import { usageBucketRow as bucketRow, usageRow, usageTotalsRow as totalsRow } from './table-rows.ts';
 
@@ -73,6 +73,18 @@ export class SqliteUsageRepository implements UsageRepository {
         else row = this.#totalsByFamily.get(agentId, since, ...lineageRange(descendants, action), since);
         return parseRow(totalsRow, row ?? {}, 'usage', []);
       },
+      () => ({ action }),
+    );
+  }
+
+  familyTotals(families: readonly { agentId: string; descendants: string }[]): Promise<UsageTotals[]> {
+    const action = familiesAction(families);
+    return this.#connection.execute(
+      () =>
+        // The sum of each family's rows: alone, a family is read once (decision 0040), so nothing keeps a running total.
+        families.map((family) =>
+          parseRow(totalsRow, this.#totalsByFamily.get(family.agentId, 0, ...lineageRange(family.descendants, action), 0) ?? {}, 'usage', []),
+        ),
       () => ({ action }),
     );
   }

@@ -86,6 +86,41 @@ describe('[capabilities].econ_spend across the nodes of a cluster', () => {
     expect(server.requests).toHaveLength(2);
   }, 30_000);
 
+  it('reads the totals of the capped families a call draws from in one statement, as the database keeps them with the usage', async () => {
+    const { url } = await postgres.createDatabase();
+    const a = await node(url, 'node-a');
+    await a.kernel.spawn(manifest(boss()));
+    await a.kernel.spawn(manifest(kid('kid-a')), { parent: 'boss' });
+    const [bossId, kidId] = [a.kernel.get('boss').id, a.kernel.get('kid-a').id];
+    const reads: string[][] = [];
+    const familyTotals = a.store.usage.familyTotals.bind(a.store.usage);
+    a.store.usage.familyTotals = (families) => {
+      reads.push(families.map((family) => family.agentId));
+      return familyTotals(families);
+    };
+    const totals = a.store.usage.totals.bind(a.store.usage);
+    let summed = 0;
+    a.store.usage.totals = (options) => {
+      if (options.descendants !== undefined) summed += 1;
+      return totals(options);
+    };
+    server.script([reply, reply]);
+
+    expect((await a.kernel.send('kid-a', 'one')).text).toBe('done');
+    expect((await a.kernel.send('kid-a', 'two')).text).toBe('done');
+
+    // One read before each call: kid-a's family and boss's together, and no sum of their rows.
+    expect(reads).toEqual([
+      [kidId, bossId],
+      [kidId, bossId],
+    ]);
+    expect(summed).toBe(0);
+    // Both commits counted in boss's family, as the sum of its rows gives it.
+    const family = { agentId: bossId, descendants: `${bossId}/` };
+    expect(await familyTotals([family])).toEqual([{ inputTokens: 4000, outputTokens: 2000, costUsd: 0.03, calls: 2 }]);
+    expect(await totals({ since: 0, ...family })).toEqual({ inputTokens: 4000, outputTokens: 2000, costUsd: 0.03, calls: 2 });
+  }, 30_000);
+
   it('counts the calls of a turn under way on the node before its commit writes them, and once after it', async () => {
     const { url } = await postgres.createDatabase();
     const a = await nodeKernel(url, 'node-a');
@@ -222,15 +257,12 @@ describe('[capabilities].econ_spend across the nodes of a cluster', () => {
     const a = await node(url, 'node-a');
     await a.kernel.spawn(manifest(boss()));
     // The database stops answering the family's total (the read before each call), as when it restarts.
-    const totals = a.store.usage.totals.bind(a.store.usage);
-    a.store.usage.totals = (options) =>
-      options.descendants === undefined
-        ? totals(options)
-        : Promise.reject(
-            new StoreError(`cannot total usage of agent "${options.agentId ?? ''}" and its descendants: the server is shutting down or starting; try again`, {
-              isRetryable: true,
-            }),
-          );
+    a.store.usage.familyTotals = (families) =>
+      Promise.reject(
+        new StoreError(`cannot total usage of agent "${families[0]?.agentId ?? ''}" and its descendants: the server is shutting down or starting; try again`, {
+          isRetryable: true,
+        }),
+      );
     const calls: MeteredCall[] = [];
     const stop = observeModelCalls((call) => calls.push(call));
     closers.push(() => Promise.resolve(stop()));
@@ -263,18 +295,18 @@ describe('[capabilities].econ_spend across the nodes of a cluster', () => {
     await waitFor("kid-a's call", () => server.requests.length === 1);
 
     // The next read of boss's family total is answered once kid-a's turn has committed its $0.015, which it then holds.
-    const totals = a.store.usage.totals.bind(a.store.usage);
+    const familyTotals = a.store.usage.familyTotals.bind(a.store.usage);
     const bossId = a.kernel.get('boss').id;
     let held: Promise<unknown> | undefined = first;
     let reading = false;
-    a.store.usage.totals = async (options) => {
-      const wait = options.agentId === bossId && options.descendants !== undefined ? held : undefined;
+    a.store.usage.familyTotals = async (families) => {
+      const wait = families.some((family) => family.agentId === bossId) ? held : undefined;
       if (wait !== undefined) {
         held = undefined;
         reading = true;
         await wait;
       }
-      return totals(options);
+      return familyTotals(families);
     };
     const second = a.kernel.send('kid-b', 'two');
     await waitFor("the read of the family's total before kid-b's call", () => reading);

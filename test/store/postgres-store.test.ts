@@ -125,6 +125,7 @@ describe('PostgresStore', () => {
       'forged_tools',
       'installed_packages',
       'loom_channel_leases',
+      'loom_family_usage',
       'loom_job_attempts',
       'loom_jobs',
       'loom_nodes',

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { Store } from '../../../src/contracts/index.ts';
-import { type StoreContext, usageRecord } from './fixtures.ts';
+import type { Store, UsageRecord } from '../../../src/contracts/index.ts';
+import { StoreConflictError } from '../../../src/errors/index.ts';
+import { createAgentIn, sessionOf, type StoreContext, usageRecord } from './fixtures.ts';
 
 /** The contract of `store.usage` and `store.events`. */
 export function describeUsageAndEventsContract(context: StoreContext): void {
@@ -50,6 +51,66 @@ export function describeUsageAndEventsContract(context: StoreContext): void {
         costUsd: 0,
         calls: 0,
       });
+    });
+
+    it('usage.familyTotals() gives each family what totals() adds up for it, in the order asked, however its usage was written', async () => {
+      // root > kid > grand, and "other" nobody spawned. Costs in powers of two add up exactly in any order.
+      const kid = await createAgentIn(store, 'kid');
+      const kidRevision = await store.sessions.save(sessionOf(kid), {
+        usage: [usageRecord('kid', 1_000, { inputTokens: 2, outputTokens: 20, cacheReadTokens: 1, costUsd: 2, lineage: 'root/' })],
+      });
+      await store.usage.record(usageRecord('root', 1_000, { inputTokens: 1, outputTokens: 10, costUsd: 1 }));
+      // A turn's commit; one refused (a stale revision) writes nothing.
+      const commit = (revision: number, usage: UsageRecord[]) =>
+        store.sessions.append(kid.sessionId, [{ role: 'assistant', content: 'done' }], { expectedRevision: revision, updatedAt: 2_000, usage });
+      const grand = usageRecord('grand', 2_000, { inputTokens: 4, outputTokens: 40, cacheWriteTokens: 3, costUsd: 4, lineage: 'root/kid/' });
+      const committed = await commit(kidRevision, [grand, usageRecord('kid', 2_000, { inputTokens: 8, outputTokens: 80, costUsd: 8, lineage: 'root/' })]);
+      await expect(commit(kidRevision, [usageRecord('kid', 2_000, { costUsd: 1024, lineage: 'root/' })])).rejects.toBeInstanceOf(StoreConflictError);
+      await store.sessions.append(kid.sessionId, [], { updatedAt: 3_000, usage: [usageRecord('grand', 3_000, { costUsd: 16, lineage: 'root/kid/' })] });
+      expect(committed).toBe(kidRevision + 1);
+      // A killed child's call, and one a node of an older version wrote without a lineage: it counts for kid alone.
+      await store.usage.record(usageRecord('dead', 3_000, { inputTokens: 32, outputTokens: 320, costUsd: 32, lineage: 'root/' }));
+      await store.usage.record(usageRecord('kid', 3_000, { inputTokens: 64, outputTokens: 640, costUsd: 64 }));
+      // Beside the family: other agents whose ids or lineages begin as root's do.
+      await store.usage.record(usageRecord('other', 3_000, { costUsd: 128 }));
+      await store.usage.record(usageRecord('near', 3_000, { costUsd: 256, lineage: 'root-a/' }));
+      await store.usage.record(usageRecord('rootz', 3_000, { costUsd: 512 }));
+
+      const families = [
+        { agentId: 'grand', descendants: 'root/kid/grand/' },
+        { agentId: 'root', descendants: 'root/' },
+        { agentId: 'nobody', descendants: 'nobody/' },
+        { agentId: 'kid', descendants: 'root/kid/' },
+        { agentId: 'other', descendants: 'other/' },
+      ];
+      const totals = await store.usage.familyTotals(families);
+
+      expect(totals).toEqual(await Promise.all(families.map((family) => store.usage.totals({ since: 0, ...family }))));
+      expect(totals.map((total) => [total.calls, total.costUsd])).toEqual([
+        [2, 4 + 16],
+        [6, 1 + 2 + 4 + 8 + 16 + 32],
+        [0, 0],
+        [5, 2 + 4 + 8 + 16 + 64],
+        [1, 128],
+      ]);
+      expect(totals[1]).toEqual({
+        inputTokens: 1 + 2 + 4 + 8 + 100 + 32,
+        outputTokens: 10 + 20 + 40 + 80 + 10 + 320,
+        cacheReadTokens: 1,
+        cacheWriteTokens: 3,
+        costUsd: 63,
+        calls: 6,
+      });
+      expect(await store.usage.familyTotals([])).toEqual([]);
+    });
+
+    it('usage.familyTotals() refuses a descendants that does not end with "/", naming the agents', async () => {
+      await expect(
+        store.usage.familyTotals([
+          { agentId: 'kid', descendants: 'root/kid/' },
+          { agentId: 'root', descendants: 'root' },
+        ]),
+      ).rejects.toThrow('cannot total usage of agents "kid", "root", each with its descendants: descendants must end with "/", got "root"');
     });
 
     it('usage.list() filters by since and agentId and stops at limit', async () => {
