@@ -314,8 +314,9 @@ export interface UsageRepository {
    * The lifetime totals of agents' families, one per entry of `families`, in its order, read at
    * once: what `totals({ since: 0, agentId, descendants })` gives for each (its own records and its
    * descendants', killed ones included). On PostgreSQL the database keeps them as the usage is
-   * written, one row per agent, so a read costs the same however much a family has spent (a sum of
-   * its records grew with every call); alone (SQLite) each is the sum.
+   * written, one row per family read (its first read seeds it from the sum, once), so a read costs
+   * the same however much a family has spent (a sum of its records grew with every call), and a
+   * family never read (no cap) costs its usage's writes nothing; alone (SQLite) each is the sum.
    * @throws {StoreError} when a `descendants` does not end with `/`.
    */
   familyTotals(families: readonly { agentId: string; descendants: string }[]): Promise<UsageTotals[]>;

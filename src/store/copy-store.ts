@@ -193,6 +193,9 @@ async function copyInTransaction(input: TransactionInput): Promise<Pick<StoreCop
   }
   await assertNoLiveNode(client, sqlitePath, target);
   await assertEmpty(client, sqlitePath, target);
+  // Usage is empty: totals of capped families left from rows deleted since would count the copied rows twice.
+  // They are seeded again at each cap's first read.
+  await client.query('DELETE FROM loom_family_usage');
   // One read snapshot of every table: a process writing to the file meanwhile changes nothing here.
   source.exec('BEGIN');
   const layouts: TableLayout[] = [];

@@ -463,15 +463,18 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     version: 20,
-    name: "usage: running totals of agents' families",
+    name: "usage: running totals of capped agents' families",
     sql: `
-      -- What each agent and the agents under it have spent in all (decision 0040): the sums of the
-      -- usage rows whose agent_id is the agent or whose lineage names it, one row per agent, which a
-      -- capped family's read before each model call finds by its key. The sum of those rows grew
-      -- with every call the family made. PostgreSQL keeps it, so that every insert into usage counts
+      -- What an agent and the agents under it have spent in all (decision 0040), kept for the
+      -- families that have a spending cap only: the sums of the usage rows whose agent_id is the
+      -- agent or whose lineage names it, one row per agent, which a capped family's read before each
+      -- model call finds by its key (the sum of those rows grew with every call the family made). A
+      -- cap's first read seeds its family's row from the sum (see PostgresUsageRepository.familyTotals);
+      -- from then on every insert into usage adds to the rows that exist for its agent and lineage
       -- (a turn's commit, usage written alone, the copy from SQLite, a node of an older version
-      -- during a rolling upgrade), in its own statement's transaction. A row of NULL lineage counts
-      -- for its own agent only, as in the sum.
+      -- during a rolling upgrade), in its own statement's transaction. A family without a row (no
+      -- cap) is not written at all. A row of NULL lineage counts for its own agent only, as in the
+      -- sum. Nothing is filled here: the code alone knows which families are capped.
       CREATE TABLE loom_family_usage (
         agent_id TEXT COLLATE "C" NOT NULL PRIMARY KEY,
         input_tokens BIGINT NOT NULL,
@@ -481,38 +484,51 @@ export const postgresMigrations: readonly Migration[] = [
         cost_usd DOUBLE PRECISION NOT NULL,
         calls BIGINT NOT NULL
       );
-      -- Once per statement, from the rows it inserted: each total updated once, in key order, so
-      -- that statements of several nodes adding to the same totals wait for one another and never
-      -- deadlock.
+      -- Once per statement, from the rows it inserted: the totals of their families that exist are
+      -- locked in key order, so that statements of several nodes adding to the same totals wait for
+      -- one another and never deadlock, then added to. No row is created: a seed (under a SHARE lock
+      -- on usage, which no insert can hold with it) counts what was committed before it, the trigger
+      -- what comes after.
       CREATE FUNCTION loom_count_family_usage() RETURNS trigger LANGUAGE plpgsql AS $body$
       BEGIN
-        ${familySums('added')};
+        PERFORM 1 FROM loom_family_usage
+          WHERE agent_id IN (SELECT family.agent_id FROM added AS item CROSS JOIN LATERAL ${familyOf('item')} AS family (agent_id))
+          ORDER BY agent_id FOR UPDATE;
+        IF FOUND THEN
+          ${addedToFamilies()};
+        END IF;
         RETURN NULL;
       END
       $body$;
-      -- Taking its lock on usage first (SHARE ROW EXCLUSIVE): writers wait from here to the
-      -- migration's commit, then count through the trigger; the fill below sees all they wrote before.
       CREATE TRIGGER usage_family_totals AFTER INSERT ON usage REFERENCING NEW TABLE AS added
         FOR EACH STATEMENT EXECUTE FUNCTION loom_count_family_usage();
-      ${familySums('usage')};
+      -- Usage emptied (TRUNCATE): the totals go with it, to be seeded again at a cap's next read.
+      CREATE FUNCTION loom_clear_family_usage() RETURNS trigger LANGUAGE plpgsql AS $body$
+      BEGIN
+        DELETE FROM loom_family_usage;
+        RETURN NULL;
+      END
+      $body$;
+      CREATE TRIGGER usage_truncated AFTER TRUNCATE ON usage FOR EACH STATEMENT EXECUTE FUNCTION loom_clear_family_usage();
     `,
   },
 ];
 
-/**
- * Adds the usage rows of `rows` (a table of usage's columns) to `loom_family_usage`: each row to
- * its agent's total and to each of its lineage's. Used by step 20 only: a step that shipped never
- * changes, so neither does this.
- */
-function familySums(rows: string): string {
+/** Adds to `loom_family_usage` the sums of the rows `added` (step 20: a step that shipped never changes, so neither does this). */
+function addedToFamilies(): string {
   const columns = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd'];
-  return `INSERT INTO loom_family_usage AS total (agent_id, ${columns.join(', ')}, calls)
-        SELECT family.agent_id, ${columns.map((column) => `sum(item.${column})`).join(', ')}, count(*)
-        FROM ${rows} AS item CROSS JOIN LATERAL (
-          SELECT item.agent_id UNION SELECT id COLLATE "C" FROM unnest(string_to_array(item.lineage, '/')) AS id WHERE id <> ''
-        ) AS family (agent_id)
-        GROUP BY family.agent_id ORDER BY family.agent_id
-        ON CONFLICT (agent_id) DO UPDATE SET ${[...columns, 'calls'].map((column) => `${column} = total.${column} + excluded.${column}`).join(', ')}`;
+  return `UPDATE loom_family_usage AS total SET ${[...columns, 'calls'].map((column) => `${column} = total.${column} + sums.${column}`).join(', ')}
+          FROM (
+            SELECT family.agent_id, ${columns.map((column) => `sum(item.${column}) AS ${column}`).join(', ')}, count(*) AS calls
+            FROM added AS item CROSS JOIN LATERAL ${familyOf('item')} AS family (agent_id)
+            GROUP BY family.agent_id
+          ) AS sums
+          WHERE total.agent_id = sums.agent_id`;
+}
+
+/** The agents a usage row `item` counts for: its own and each its lineage names (step 20). */
+function familyOf(item: string): string {
+  return `(SELECT ${item}.agent_id UNION SELECT id COLLATE "C" FROM unnest(string_to_array(${item}.lineage, '/')) AS id WHERE id <> '')`;
 }
 
 /** The schema version a database holds: the newest row of `loom_schema`, 0 when it has none. */

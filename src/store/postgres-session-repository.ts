@@ -96,9 +96,9 @@ export class PostgresSessionRepository implements SessionRepository {
           await query(client, 'DELETE FROM session_messages WHERE session_id = $1', [session.id]);
           await insertSessionMessages(client, session.id, session.messages, 0);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, session.updatedAt, this.#turnOwner);
-          // Last of the rows it locks: the usage adds to its families' totals (see recordUsage).
-          await recordUsage(client, options.usage ?? []);
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
+          // Last, just before the commit: the usage adds to its capped families' totals, whose rows it locks (see recordUsage).
+          await recordUsage(client, options.usage ?? []);
           return Number(revision);
         }),
       () => ({ action: `save session "${session.id}"`, missing: `agent "${session.agentId}" does not exist` }),
@@ -133,8 +133,8 @@ export class PostgresSessionRepository implements SessionRepository {
           const { revision, next } = await bumpRevision(client, id, options.updatedAt);
           await insertSessionMessages(client, id, messages, next);
           if (options.closeTurn !== undefined) await closeTurn(client, options.closeTurn, options.updatedAt, this.#turnOwner);
-          await recordUsage(client, options.usage ?? []);
           for (const event of options.events ?? []) await insertEvent(client, event, this.#connection.origin);
+          await recordUsage(client, options.usage ?? []);
           return revision;
         }),
       () => ({ action: `append to session "${id}"` }),

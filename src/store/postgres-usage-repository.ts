@@ -11,20 +11,32 @@ const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(s
   coalesce(sum(cost_usd), 0)::double precision AS cost_usd, count(*) AS calls`;
 
 /**
- * The lifetime totals of the families of agents `$1` (an array), in its order: each
- * agent's row of `loom_family_usage` (PostgreSQL migration 20), which the database keeps with the
- * usage rows, zeros for an agent without one. Prepared: it runs before every model call of a
- * capped family.
+ * The lifetime totals of the families of agents `$1` (an array), in its order: each agent's row of
+ * `loom_family_usage` (PostgreSQL migration 20), which the database keeps with the usage rows once
+ * seeded, zeros and `kept` false for an agent without one. Prepared: it runs before every model call
+ * of a capped family.
  */
 const FAMILY_TOTALS: NamedStatement = {
   name: 'loom_family_totals',
   text: `SELECT coalesce(total.input_tokens, 0) AS input_tokens, coalesce(total.output_tokens, 0) AS output_tokens,
       coalesce(total.cache_read_tokens, 0) AS cache_read_tokens, coalesce(total.cache_write_tokens, 0) AS cache_write_tokens,
-      coalesce(total.cost_usd, 0) AS cost_usd, coalesce(total.calls, 0) AS calls
+      coalesce(total.cost_usd, 0) AS cost_usd, coalesce(total.calls, 0) AS calls, total.agent_id IS NOT NULL AS kept
     FROM unnest($1::text[]) WITH ORDINALITY AS family (agent_id, ordinality)
     LEFT JOIN loom_family_usage AS total ON total.agent_id = family.agent_id COLLATE "C"
     ORDER BY family.ordinality`,
 };
+
+/**
+ * Seeds the totals of the families of agents `$1` from their usage rows (theirs, and those whose
+ * lineage lies in `$2[i]` to `$3[i]`), in key order; a row another node seeded meanwhile is kept.
+ * Run under a SHARE lock on usage: no insert runs meanwhile, so the sum holds every row committed
+ * before it and the trigger adds every row after.
+ */
+const SEED_FAMILY_TOTALS = `INSERT INTO loom_family_usage (agent_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, calls)
+  SELECT family.agent_id, total.* FROM unnest($1::text[], $2::text[], $3::text[]) AS family (agent_id, low, high)
+  CROSS JOIN LATERAL (SELECT ${sums} FROM usage WHERE agent_id = family.agent_id OR (lineage >= family.low AND lineage < family.high)) AS total
+  ORDER BY family.agent_id COLLATE "C"
+  ON CONFLICT (agent_id) DO NOTHING`;
 
 /**
  * `records` as nine arrays, one per column, in the order `usage (agent_id, at, model,
@@ -48,9 +60,9 @@ export function usageColumnArrays(records: readonly UsageRecord[]): Parameter[] 
 /**
  * Records usage in one statement, in order. Shared with the session repository, which records a
  * turn's usage in the transaction that saves its messages. The insert adds to the totals of the
- * families it counts in (`loom_family_usage`, by a trigger), whose rows it locks to its
- * transaction's end: a transaction locks no other row after it (it would wait for a turn's commit
- * waiting for those totals), as a turn's commit adds to them last.
+ * capped families it counts in (`loom_family_usage`, by a trigger; an uncapped family has none),
+ * whose rows it locks to its transaction's end: a transaction locks no other row after it (it
+ * would wait for a turn's commit waiting for those totals), as a turn's commit adds to them last.
  */
 export async function recordUsage(db: Queryable, records: readonly UsageRecord[]): Promise<void> {
   if (records.length === 0) return;
@@ -108,10 +120,23 @@ export class PostgresUsageRepository implements UsageRepository {
     return this.#connection.execute(
       async (db) => {
         // Kept by agent: a row counts for its agent and each agent its lineage names, which is the agent's
-        // descendants' prefix (agents never move), so `descendants` is only checked here.
-        for (const family of families) lineageRange(family.descendants, action);
+        // descendants' prefix (agents never move), so `descendants` serves only to seed.
+        const ranges = families.map((family) => lineageRange(family.descendants, action));
         if (families.length === 0) return [];
-        const { rows } = await queryNamed(db, FAMILY_TOTALS, [families.map((family) => family.agentId)]);
+        const ids = families.map((family) => family.agentId);
+        let { rows } = await queryNamed(db, FAMILY_TOTALS, [ids]);
+        const unseeded = ids.flatMap((_, index) => (rows[index]?.['kept'] === true ? [] : [index]));
+        if (unseeded.length > 0) {
+          // A family read the first time (no cap had read it): its total seeded once from its rows.
+          rows = await this.#connection.transaction(async (client) => {
+            await query(client, 'LOCK TABLE usage IN SHARE MODE');
+            await query(client, SEED_FAMILY_TOTALS, [
+              unseeded.map((index) => ids[index] ?? ''),
+              ...[0, 1].map((end) => unseeded.map((index) => ranges[index]?.[end] ?? '')),
+            ]);
+            return (await queryNamed(client, FAMILY_TOTALS, [ids])).rows;
+          });
+        }
         return rows.map((row) => parseRow(usageTotalsRow, row, 'loom_family_usage', []));
       },
       () => ({ action }),

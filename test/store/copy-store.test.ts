@@ -172,6 +172,63 @@ describe('copySqliteToPostgres()', () => {
     expect(await filledTables()).toEqual({ usage: 1 });
   });
 
+  it("copies into a database emptied as its refusal says (TRUNCATE or DELETE) with capped families' totals equal to their rows' sums", async () => {
+    await withSqlite(async (store) => {
+      for (const [id, parentId] of [
+        ['root', null],
+        ['kid', 'root'],
+      ] as const) {
+        const agent = agentRecord(id, { parentId });
+        await store.agents.create(agent, sessionOf(agent));
+      }
+      await store.usage.record({ agentId: 'root', at: 1, model: 'm', inputTokens: 1, outputTokens: 1, costUsd: 1 });
+      await store.usage.record({ agentId: 'kid', at: 2, model: 'm', inputTokens: 2, outputTokens: 2, costUsd: 2, lineage: 'root/' });
+    });
+    const families = [
+      { agentId: 'root', descendants: 'root/' },
+      { agentId: 'kid', descendants: 'root/kid/' },
+    ];
+    /** The capped families' totals (seeded by this read when the database has none) and the sums of their rows. */
+    const read = async (): Promise<[number[], number[]]> => {
+      const postgres = await openPostgresStore({ url: database.url });
+      try {
+        const totals = await postgres.usage.familyTotals(families);
+        const sums = await Promise.all(families.map((family) => postgres.usage.totals({ since: 0, ...family })));
+        return [totals.map((total) => total.costUsd), sums.map((sum) => sum.costUsd)];
+      } finally {
+        await postgres.close();
+      }
+    };
+    const tables = (except?: string): string =>
+      copiedTables
+        .map((table) => table.name)
+        .filter((name) => name !== except)
+        .join(', ');
+    const copied = async (): Promise<boolean> => (await copySqliteToPostgres({ sqlitePath, url: database.url })).ok;
+
+    expect(await copied()).toBe(true);
+    expect(await read()).toEqual([
+      [3, 2],
+      [3, 2],
+    ]);
+    await raw(`TRUNCATE ${tables()}`);
+    expect(await raw('SELECT agent_id FROM loom_family_usage')).toEqual([]);
+    expect(await copied()).toBe(true);
+    expect(await read()).toEqual([
+      [3, 2],
+      [3, 2],
+    ]);
+    // Deleted row by row, the usage leaves its totals behind: the copy clears them.
+    await raw('DELETE FROM usage');
+    await raw(`TRUNCATE ${tables('usage')}`);
+    expect(await raw('SELECT agent_id FROM loom_family_usage ORDER BY agent_id')).toEqual([{ agent_id: 'kid' }, { agent_id: 'root' }]);
+    expect(await copied()).toBe(true);
+    expect(await read()).toEqual([
+      [3, 2],
+      [3, 2],
+    ]);
+  });
+
   it('refuses a database a Loom daemon runs on, even an empty one, naming the node', async () => {
     await withSqlite(async (store) => {
       const agent = agentRecord('a1');

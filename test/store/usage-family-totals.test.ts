@@ -1,13 +1,16 @@
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { AgentRecord, SessionRecord, Store, UsageRecord, UsageTotals } from '../../src/contracts/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
 import { postgresStoreFrom } from '../support/store-from-version.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { agentRecord, sessionOf } from './contract/fixtures.ts';
 
-// The running totals of agents' families on PostgreSQL (schema 20): filled from the usage rows
-// written before the migration, kept by the database at every insert since (a node of an older
-// version's too, and inserts of several nodes at once), and equal to the sums of the rows.
+// The running totals of capped agents' families on PostgreSQL (schema 20): seeded at a family's
+// first read from its usage rows (those written before the migration too), kept by the database at
+// every insert since (a node of an older version's too, and inserts of several nodes at once), equal
+// to the sums of the rows; a family never read (no cap) has none, and its usage writes nothing there.
 
 const server = useTestPostgres();
 
@@ -35,8 +38,20 @@ async function expectTotalsAsSums(store: Store): Promise<UsageTotals[]> {
   return totals;
 }
 
-describe("usage: running totals of agents' families on PostgreSQL (schema 20)", () => {
-  it('fills the totals from the rows written before the migration, NULL lineages counting for their own agent only', async () => {
+/** The agents that have a row of totals (a family read, so seeded). */
+async function keptFamilies(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ agent_id: string }>('SELECT agent_id FROM loom_family_usage ORDER BY agent_id');
+    return rows.map((row) => row.agent_id);
+  } finally {
+    await client.end();
+  }
+}
+
+describe("usage: running totals of capped agents' families on PostgreSQL (schema 20)", () => {
+  it('seeds a family at its first read from the rows written before the migration, NULL lineages counting for their own agent only', async () => {
     const { url } = await server.createDatabase();
     const store = await postgresStoreFrom(url, 19, async (pool) => {
       for (const [id, parent] of AGENTS)
@@ -53,7 +68,10 @@ describe("usage: running totals of agents' families on PostgreSQL (schema 20)", 
     });
     try {
       expect(store.schemaVersion).toBe(postgresMigrations.at(-1)?.version);
+      // The migration fills nothing: only a read knows a family is capped.
+      expect(await keptFamilies(url)).toEqual([]);
       const totals = await expectTotalsAsSums(store);
+      expect(await keptFamilies(url)).toEqual(['dead', 'grand', 'kid', 'nobody', 'other', 'root']);
       expect(totals.map((total) => total.calls)).toEqual([3_000, 3_000, 1_000, 1_000, 1_000, 0]);
       expect(totals[0]).toMatchObject({ inputTokens: 3 * 500_500, outputTokens: 6 * 500_500, cacheReadTokens: 3 * 1_000 });
       expect(totals[0]?.costUsd).toBeCloseTo(3, 9);
@@ -63,11 +81,13 @@ describe("usage: running totals of agents' families on PostgreSQL (schema 20)", 
     }
   }, 60_000);
 
-  it('counts every insert since: a turn commit, usage written alone, and a node of an older version that writes no lineage', async () => {
+  it('counts every insert into a read family since: a turn commit, usage written alone, a node of an older version that writes no lineage', async () => {
     const { name, url } = await server.createDatabase();
     const store = await openPostgresStore({ url });
     try {
       for (const [id, parent] of AGENTS) await store.agents.create(agentOf(id, parent), session(id));
+      await store.usage.record(call('kid', 64, 'root/'));
+      await expectTotalsAsSums(store);
       await store.usage.record(call('grand', 1, 'root/kid/'));
       const revision = await store.sessions.save(session('kid'), { usage: [call('kid', 2, 'root/')] });
       await store.sessions.append('s-kid', [{ role: 'assistant', content: 'done' }], {
@@ -83,7 +103,7 @@ describe("usage: running totals of agents' families on PostgreSQL (schema 20)", 
       );
 
       const totals = await expectTotalsAsSums(store);
-      expect(totals.map((total) => total.costUsd)).toEqual([1 + 2 + 4 + 8 + 16, 1 + 2 + 4, 1 + 32, 8, 0, 0]);
+      expect(totals.map((total) => total.costUsd)).toEqual([64 + 1 + 2 + 4 + 8 + 16, 64 + 1 + 2 + 4, 1 + 32, 8, 0, 0]);
     } finally {
       await store.close();
     }
@@ -95,6 +115,7 @@ describe("usage: running totals of agents' families on PostgreSQL (schema 20)", 
     try {
       const first = nodes[0] as Store;
       for (const [id, parent] of AGENTS) await first.agents.create(agentOf(id, parent), session(id));
+      await expectTotalsAsSums(first);
       // Each write adds to root's, kid's and grand's totals, in an order of its own.
       const lines = [
         [call('grand', 1, 'root/kid/'), call('kid', 2, 'root/'), call('root', 4)],
@@ -117,6 +138,63 @@ describe("usage: running totals of agents' families on PostgreSQL (schema 20)", 
       expect(totals.map((total) => total.costUsd)).toEqual([7 * 40 + 3 * 20, 3 * 60, 60, 0, 8 * 20, 0]);
     } finally {
       for (const node of nodes) await node.close();
+    }
+  }, 60_000);
+
+  it("writes no totals for a family no cap read: an uncapped family's usage leaves loom_family_usage as it was", async () => {
+    const { url } = await server.createDatabase();
+    const store = await openPostgresStore({ url });
+    try {
+      for (const [id, parent] of AGENTS) await store.agents.create(agentOf(id, parent), session(id));
+      await store.usage.familyTotals([{ agentId: 'other', descendants: 'other/' }]);
+      const revision = await store.sessions.save(session('kid'), { usage: [call('kid', 2, 'root/')] });
+      await store.sessions.append('s-kid', [], { expectedRevision: revision, updatedAt: 3, usage: [call('grand', 4, 'root/kid/'), call('root', 1)] });
+      await store.usage.record(call('other', 8));
+
+      expect(await keptFamilies(url)).toEqual(['other']);
+      const [other] = await store.usage.familyTotals([{ agentId: 'other', descendants: 'other/' }]);
+      expect(other?.costUsd).toBe(8);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it('seeds a family exactly while another node inserts its usage: a row uncommitted at the read is waited for, none counted twice', async () => {
+    const { name, url } = await server.createDatabase();
+    const [reader, writer] = [await openPostgresStore({ url, poolSize: 4 }), await openPostgresStore({ url, poolSize: 4 })];
+    const open = new pg.Client({ connectionString: url });
+    await open.connect();
+    try {
+      await writer.usage.record(call('kid', 1, 'root/'));
+      // A turn of the other node has inserted its usage and not committed yet.
+      await open.query('BEGIN');
+      await open.query(
+        `INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd, lineage) VALUES ('grand', 1, 'm', 1, 1, 2, 'root/kid/')`,
+      );
+      const read = reader.usage.familyTotals(FAMILIES.slice(0, 2));
+      await waitFor('the seed to wait for the open insert', async () => {
+        // Another connection: one in a transaction sees the activity as it was when it first looked.
+        const { rows } = await server.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'LOCK TABLE usage%'", [], name);
+        return rows.length === 1;
+      });
+      // Meanwhile the writer goes on: its inserts wait for the seed, then add to the seeded totals.
+      let writing = true;
+      const writes = Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let i = 0; writing || i < 5; i += 1) await writer.usage.record(call(i % 2 === 0 ? 'grand' : 'kid', 4, i % 2 === 0 ? 'root/kid/' : 'root/'));
+        }),
+      );
+      await open.query('COMMIT');
+      const seeded = await read;
+      writing = false;
+      await writes;
+
+      // The seed holds the row committed while it waited; the writes after it, the trigger adds.
+      expect(seeded.map((total) => total.costUsd)).toEqual([1 + 2, 1 + 2]);
+      await expectTotalsAsSums(reader);
+    } finally {
+      await open.end();
+      for (const node of [reader, writer]) await node.close();
     }
   }, 60_000);
 });
