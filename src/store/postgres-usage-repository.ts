@@ -4,6 +4,8 @@ import { type NamedStatement, type Parameter, type PostgresConnection, type Quer
 import { checkLimit, familiesAction, lineageRange, parseRow, type Row } from './rows.ts';
 import { usageBucketRow, usageRow, usageTotalsRow } from './table-rows.ts';
 
+/** How long a family's first read waits for the writers of usage before it fails, retryable (milliseconds). */
+export const SEED_LOCK_TIMEOUT_MS = 3_000;
 const columns = 'id, agent_id, at, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, lineage';
 // sum() of BIGINT is NUMERIC (read back as text): cast back, as no total comes near 2^63.
 const sums = `coalesce(sum(input_tokens), 0)::bigint AS input_tokens, coalesce(sum(output_tokens), 0)::bigint AS output_tokens,
@@ -129,6 +131,9 @@ export class PostgresUsageRepository implements UsageRepository {
         if (unseeded.length > 0) {
           // A family read the first time (no cap had read it): its total seeded once from its rows.
           rows = await this.#connection.transaction(async (client) => {
+            // Every insert into usage waits behind the lock asked for: a writer that holds it long (a transaction left
+            // open) fails the read, retryable, after SEED_LOCK_TIMEOUT_MS rather than stall the cluster's commits.
+            await query(client, `SET LOCAL lock_timeout = ${SEED_LOCK_TIMEOUT_MS}`);
             await query(client, 'LOCK TABLE usage IN SHARE MODE');
             await query(client, SEED_FAMILY_TOTALS, [
               unseeded.map((index) => ids[index] ?? ''),

@@ -1,7 +1,9 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { AgentRecord, SessionRecord, Store, UsageRecord, UsageTotals } from '../../src/contracts/index.ts';
+import { StoreError } from '../../src/errors/index.ts';
 import { openPostgresStore, postgresMigrations } from '../../src/store/index.ts';
+import { SEED_LOCK_TIMEOUT_MS } from '../../src/store/postgres-usage-repository.ts';
 import { postgresStoreFrom } from '../support/store-from-version.ts';
 import { useTestPostgres } from '../support/use-test-postgres.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -195,6 +197,35 @@ describe("usage: running totals of capped agents' families on PostgreSQL (schema
     } finally {
       await open.end();
       for (const node of [reader, writer]) await node.close();
+    }
+  }, 60_000);
+
+  it('fails a first read retryable, without holding the other writers, when a writer keeps usage locked past SEED_LOCK_TIMEOUT_MS', async () => {
+    const { url } = await server.createDatabase();
+    const store = await openPostgresStore({ url, poolSize: 4 });
+    const open = new pg.Client({ connectionString: url });
+    await open.connect();
+    try {
+      await store.usage.record(call('kid', 1, 'root/'));
+      // A transaction left open after its insert into usage.
+      await open.query('BEGIN');
+      await open.query(`INSERT INTO usage (agent_id, at, model, input_tokens, output_tokens, cost_usd, lineage) VALUES ('kid', 1, 'm', 1, 1, 2, 'root/')`);
+      const started = Date.now();
+      const failed = await store.usage.familyTotals(FAMILIES.slice(0, 2)).then(
+        () => undefined,
+        (error: unknown) => error as StoreError,
+      );
+      expect(failed).toBeInstanceOf(StoreError);
+      expect(failed?.isRetryable).toBe(true);
+      expect(failed?.message).toContain('another writer holds the rows it needs');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(SEED_LOCK_TIMEOUT_MS - 100);
+      // The lock given up, other writers go on at once; the family is seeded at its next read.
+      await store.usage.record(call('kid', 4, 'root/'));
+      await open.query('ROLLBACK');
+      expect((await store.usage.familyTotals(FAMILIES.slice(0, 2))).map((total) => total.costUsd)).toEqual([5, 5]);
+    } finally {
+      await open.end();
+      await store.close();
     }
   }, 60_000);
 });
