@@ -4,7 +4,7 @@
  * 0.3 under `{agent}/v1/` (the SDK's own 0.3 router, answering on the Node request and response).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { A2A_VERSION_HEADER } from '@a2a-js/sdk';
+import { A2A_VERSION_HEADER, type Message } from '@a2a-js/sdk';
 import { LegacyA2AError, LegacyJsonRpcTransportHandler, toLegacyHTTPError } from '@a2a-js/sdk/compat/v0_3/server';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler, validateVersion } from '@a2a-js/sdk/server';
@@ -137,7 +137,8 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     const agent = access.visibleAgent(c, name);
     if (agent === undefined) throw unknownAgent(name);
     const node = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
-    const listener = await agents.of(agent, c).legacyRest;
+    const { handler, legacyRest } = agents.of(agent, c);
+    const listener = await legacyRest;
     if (listener === undefined || node?.incoming === undefined || node.outgoing === undefined) {
       return c.json({ code: -32004, message: 'A2A 0.3 HTTP+JSON is not available on this server; use JSON-RPC' }, 501);
     }
@@ -153,18 +154,11 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
     const refused = c.req.method === 'POST' ? contentTypeRefusal(c.req.header('content-type'), LEGACY_REST_MEDIA_TYPES) : undefined;
     if (refused !== undefined) return c.json(toLegacyHTTPError(refused), UNSUPPORTED_MEDIA_TYPE, { accept: LEGACY_REST_MEDIA_TYPES.join(', ') });
     const chargeTurn = requests.chargeTurnOf(c);
-    // The SDK's router answers on the Node response itself, so a refusal met inside it could not be
-    // answered as 429: a message is charged here, before the router sees it, in every spelling the
-    // router takes (any case, a trailing slash). Any other that starts a turn is charged where it
-    // starts (`CheckedRequestHandler`), answered with the router's error.
-    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(trimTrailingSlashes((safeDecodeUriComponent(rest) ?? rest).toLowerCase())))
-      chargeTurn();
-    agents.setLegacyRestUser(incoming, new LoomA2aUser(access.callerFor(c), chargeTurn));
+    let parsed: unknown = {};
     if (c.req.method === 'POST') {
       // The API in front may have read the Node stream already: hand the SDK's router the parsed
       // body the way Express's body parser leaves it (`body`, `_body`), so it does not read it again.
       const text = await requests.textOf(c);
-      let parsed: unknown = {};
       try {
         parsed = text.trim() === '' ? {} : (JSON.parse(text) as unknown);
       } catch {
@@ -172,7 +166,35 @@ export function addRestRoutes(routes: Hono, context: A2aRouteContext): void {
       }
       Object.assign(incoming, { body: parsed, _body: true });
     }
+    // The SDK's router answers on the Node response itself, so a refusal met inside it could not be
+    // answered as 429: a message that starts a turn is charged here, before the router sees it, in
+    // every spelling the router takes (any case, a trailing slash); one naming a task the caller
+    // cannot reach here, or that has ended, starts none and is not (the router refuses it). Any
+    // other that starts a turn is charged where it starts (`CheckedRequestHandler`), answered with
+    // the router's error.
+    if (c.req.method === 'POST' && /^\/v1\/message:(send|stream)$/.test(trimTrailingSlashes((safeDecodeUriComponent(rest) ?? rest).toLowerCase()))) {
+      if (await handler.startsTurn(legacyMessageIdsOf(parsed), requests.contextOf(c, '0.3'))) chargeTurn();
+    }
+    agents.setLegacyRestUser(incoming, new LoomA2aUser(access.callerFor(c), chargeTurn));
     listener(incoming, outgoing);
     return RESPONSE_ALREADY_SENT;
   });
+}
+
+/**
+ * The ids of the message of a 0.3 HTTP+JSON `message:send` body, read as the SDK's 0.3 router
+ * reads them (`message`, else `request`; each id camelCase or snake_case, '' when absent); undefined
+ * when the body holds no message.
+ */
+function legacyMessageIdsOf(body: unknown): Pick<Message, 'messageId' | 'taskId' | 'contextId'> | undefined {
+  const { message, request } = (typeof body === 'object' && body !== null ? body : {}) as { message?: unknown; request?: unknown };
+  const sent = message ?? request;
+  if (typeof sent !== 'object' || sent === null) return undefined;
+  const fields = sent as Record<string, unknown>;
+  const id = (camel: string, snake: string): string => {
+    const value = fields[camel] ?? fields[snake];
+    // Not a string: an id no task has (the router makes one of it, as `String` does), never none.
+    return typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
+  };
+  return { messageId: id('messageId', 'message_id'), taskId: id('taskId', 'task_id'), contextId: id('contextId', 'context_id') };
 }

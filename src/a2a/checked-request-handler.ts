@@ -1,4 +1,4 @@
-import type { AgentCard, CancelTaskRequest, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
+import type { AgentCard, CancelTaskRequest, Message, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
 import type { Logger } from '../contracts/index.ts';
@@ -36,9 +36,10 @@ export interface CheckedRequestHandlerOptions {
 /**
  * The SDK's request handler, refusing before a task starts a message Loom's agents cannot take:
  * a part that is neither text nor data (ContentTypeNotSupportedError, -32005), no text at all,
- * or too much of it (RequestMalformedError, -32602). Every message it takes starts a turn, on
- * every binding (JSON-RPC, HTTP+JSON, 0.3, the legacy shim): the caller is charged for it here,
- * before the turn starts (see `LoomA2aUser.chargeTurn`).
+ * or too much of it (RequestMalformedError, -32602). A message that starts a turn, on every
+ * binding (JSON-RPC, HTTP+JSON, 0.3, the legacy shim), is charged to its caller here, before the
+ * turn starts (see `LoomA2aUser.chargeTurn`); one the SDK refuses before its executor runs (see
+ * {@link CheckedRequestHandler.startsTurn}) is not.
  */
 export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #maxBytes: number;
@@ -67,9 +68,29 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
     if (bytes > this.#maxBytes) throw new RequestMalformedError(`the message is ${bytes} bytes; the limit is ${this.#maxBytes}`);
   }
 
-  override sendMessage(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessage']> {
+  /**
+   * Whether `message` starts a turn, as far as the task it names goes: a message naming no task
+   * does (a new task), one naming a task does when this agent's endpoints reach it for the caller
+   * (`TaskNotFound` otherwise), it has not ended and the message's context, if it names one, is
+   * the task's (the SDK refuses the others before its executor runs). A message with no id is
+   * refused before too.
+   */
+  async startsTurn(message: Pick<Message, 'messageId' | 'taskId' | 'contextId'> | undefined, context: ServerCallContext): Promise<boolean> {
+    if (message === undefined || message.messageId === '') return false;
+    if (message.taskId === '') return true;
+    const task = await this.#store.load(message.taskId, context);
+    if (task === undefined || isTerminalState(task.status?.state)) return false;
+    return message.contextId === '' || task.contextId === '' || message.contextId === task.contextId;
+  }
+
+  /** Charges the caller for the turn `params` starts, if it starts one (see {@link startsTurn}). */
+  async #charge(params: SendMessageRequest, context: ServerCallContext): Promise<void> {
+    if (await this.startsTurn(params.message, context)) chargeTurnOfContext(context);
+  }
+
+  override async sendMessage(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessage']> {
     this.#check(params);
-    chargeTurnOfContext(context);
+    await this.#charge(params, context);
     return super.sendMessage(params, context);
   }
 
@@ -82,7 +103,7 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
    */
   override async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): ReturnType<DefaultRequestHandler['sendMessageStream']> {
     this.#check(params);
-    chargeTurnOfContext(context);
+    await this.#charge(params, context);
     const lost = (error: unknown): void =>
       this.#logger.warn({ err: error, messageId: params.message?.messageId }, 'A2A streamed task not saved after its client left');
     yield* readToEnd(super.sendMessageStream(params, context), lost);
