@@ -1,11 +1,12 @@
 /**
  * `AgentHandlers`: the SDK's request handlers of each agent (A2A 1.0 JSON-RPC, 0.3 JSON-RPC and
- * the 0.3 HTTP+JSON router), over one executor per agent, built once per agent and again when its
- * origin, or whether keys are asked, changes; and the following of a task another node runs.
+ * the 0.3 HTTP+JSON router), over one executor and one set of task event buses per agent, built
+ * once per agent and again when its origin (the card's URLs follow the request's Host), or whether
+ * keys are asked, changes; and the following of a task another node runs.
  */
 import { type AgentCard, Task, type Task as TaskValue } from '@a2a-js/sdk';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
-import { JsonRpcTransportHandler, type ServerCallContext } from '@a2a-js/sdk/server';
+import { DefaultExecutionEventBusManager, JsonRpcTransportHandler, type ServerCallContext } from '@a2a-js/sdk/server';
 import type { Context } from 'hono';
 import type { IncomingMessage } from 'node:http';
 import type { Clock, Logger } from '../contracts/index.ts';
@@ -57,6 +58,12 @@ export interface AgentHandlersParts {
 export class AgentHandlers {
   readonly #parts: AgentHandlersParts;
   readonly #executors = new Map<string, LoomAgentExecutor>();
+  /**
+   * The event buses of each agent's running tasks, kept across the handlers built for it: a
+   * SubscribeToTask naming another Host than the message that started the task follows its bus,
+   * not the store.
+   */
+  readonly #buses = new Map<string, DefaultExecutionEventBusManager>();
   readonly #handlers = new Map<string, AgentSdkHandlers>();
   /** The caller of each request handed to the SDK's 0.3 HTTP+JSON router, and its turn's charge (by its Node request). */
   readonly #legacyRestUsers = new WeakMap<IncomingMessage, LoomA2aUser>();
@@ -85,11 +92,17 @@ export class AgentHandlers {
       });
       this.#executors.set(name, executor);
     }
+    let buses = this.#buses.get(name);
+    if (buses === undefined) {
+      buses = new DefaultExecutionEventBusManager();
+      this.#buses.set(name, buses);
+    }
     const handler = new CheckedRequestHandler({
       card: parts.cardOf(agent, origin, keyed),
       // A task is reached through its own agent's endpoints only (decision 0045).
       store: parts.store.ofAgent(name),
       executor,
+      buses,
       logger: parts.logger,
       maxBytes: parts.maxMessageBytes,
       pushConfigs: parts.pushConfigs,

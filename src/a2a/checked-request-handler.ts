@@ -1,6 +1,13 @@
 import type { AgentCard, CancelTaskRequest, Message, SendMessageRequest, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError, RequestMalformedError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
-import { DefaultRequestHandler, type PushNotificationSender, type PushNotificationStore, type ServerCallContext, type TaskStore } from '@a2a-js/sdk/server';
+import {
+  DefaultRequestHandler,
+  type ExecutionEventBusManager,
+  type PushNotificationSender,
+  type PushNotificationStore,
+  type ServerCallContext,
+  type TaskStore,
+} from '@a2a-js/sdk/server';
 import type { Logger } from '../contracts/index.ts';
 import { AccessDeniedError } from '../errors/index.ts';
 import { PushQueue } from '../kernel/index.ts';
@@ -21,6 +28,11 @@ export interface CheckedRequestHandlerOptions {
   /** The tasks of the agent whose endpoints these are: another agent's task is unknown here (`BoundedTaskStore.ofAgent`). */
   store: TaskStore;
   executor: LoomAgentExecutor;
+  /**
+   * The event buses of the agent's running tasks, shared by every handler built for the agent (one
+   * per origin its requests name): a subscription finds a task's bus whatever origin started it.
+   */
+  buses: ExecutionEventBusManager;
   logger: Logger;
   /** Largest message text accepted, in UTF-8 bytes. */
   maxBytes: number;
@@ -49,7 +61,7 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
   readonly #logger: Logger;
 
   constructor(options: CheckedRequestHandlerOptions) {
-    super(options.card, options.store, options.executor, undefined, options.pushConfigs, EXECUTOR_DISPATCHES);
+    super(options.card, options.store, options.executor, options.buses, options.pushConfigs, EXECUTOR_DISPATCHES);
     this.#maxBytes = options.maxBytes;
     this.#follow = options.follow;
     this.#store = options.store;
