@@ -209,6 +209,37 @@ export function chargeTurnOfContext(context: ServerCallContext | undefined): voi
   if (user instanceof LoomA2aUser) user.chargeTurn?.();
 }
 
+/**
+ * Who cancels a task, as its turns' ends and its status message name them: a key as the kernel
+ * names it (`CallerKernel.byline`: `"admin"`, `the owner` without keys), an agent as
+ * `agent "<name>"` (its id once it is gone).
+ */
+export function cancellerByline(kernel: Kernel, caller: Caller): string {
+  if (caller.kind === 'user') return kernelAs(kernel, principalOfCaller(caller)).byline;
+  let name = caller.agentId;
+  try {
+    name = kernel.get(caller.agentId).name;
+  } catch {
+    // Gone: named by its id.
+  }
+  return `agent "${name}"`;
+}
+
+/**
+ * The update that ends a task canceled: its status message says who cancelled it (`by`, see
+ * {@link cancellerByline}, or the reason its turns were aborted with), as its turns' ends do.
+ */
+export function canceledUpdate(taskId: string, contextId: string, by?: string | Error): AgentExecutionEvent {
+  const reason = typeof by === 'string' ? turnCancelledBy(by) : by;
+  const text = reason === undefined ? 'The task was canceled.' : turnCanceledText(reason.message);
+  return AgentEvent.statusUpdate({
+    taskId,
+    contextId,
+    status: { state: TaskState.TASK_STATE_CANCELED, message: agentMessage(taskId, contextId, text), timestamp: new Date().toISOString() },
+    metadata: undefined,
+  });
+}
+
 /** A text part. */
 export function textPart(text: string): Part {
   return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
@@ -449,8 +480,7 @@ export class LoomAgentExecutor implements AgentExecutor {
   /**
    * The SDK's cancel, through an event bus of the canceller's own (`bus`, the task's creator's):
    * aborts the task's turns and publishes its end, canceled, there. A cancel through Loom's request
-   * handler has done so already (see {@link cancelTurns}); this serves one that found no turn of the
-   * task here then.
+   * handler has done so already (see {@link cancel}); this serves a request with no Loom caller.
    */
   cancelTask = (taskId: string, bus: ExecutionEventBus): Promise<void> => {
     const ended = this.#stop(taskId);
@@ -462,25 +492,36 @@ export class LoomAgentExecutor implements AgentExecutor {
   };
 
   /**
-   * Cancels the turns of `task` that run here, as the caller of `context` (its request's): the
-   * kernel judges whether it may and names it (`CallerKernel.cancelKeyedTurn`: an owner any task's
-   * turn, any other key its own), each turn ends saying who cancelled it, and the task is saved
-   * canceled before this resolves, whoever reads its events (none once it waited for an approval:
-   * the SDK stops reading them at `input-required`), then published to those who do. Does nothing when no turn of
-   * the task runs here, or the request has no Loom caller (the SDK's cancel goes on as it does).
-   * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled.
+   * Cancels `task` (not ended) as the caller of `context` (its request's), naming them
+   * ({@link cancellerByline}), and saves it canceled before this resolves:
+   * - its turns running here: a key's cancel is the kernel's to judge
+   *   (`CallerKernel.cancelKeyedTurn`: an owner any task's turn, any other key its own), an agent
+   *   (which reaches only its own tasks) cancels them through their requests' signals; each turn
+   *   ends saying who cancelled it, and the task is saved canceled whoever reads its events (none
+   *   once it waited for an approval: the SDK stops reading them at `input-required`), then
+   *   published to those who do;
+   * - no turn of it runs in this process (one resumed after a restart, or running on another node):
+   *   the task is saved canceled, naming them, if they may cancel turns of the agent; the recovery
+   *   then cancels a resumed turn as them (`BoundedTaskStore.onCanceled`).
+   * Does nothing when the request has no Loom caller (the SDK's cancel goes on as it does), or a
+   * turn of the task here has published its end already.
+   * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled or the task saved.
    */
-  async cancelTurns(task: Task, context: ServerCallContext): Promise<void> {
+  async cancel(task: Task, context: ServerCallContext): Promise<void> {
     const runs = this.#running.get(task.id);
     const canceller = callerOfContext(context);
-    if (runs === undefined || canceller?.kind !== 'user') return;
-    const face = kernelAs(this.#kernel, principalOfCaller(canceller));
-    // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
-    for (const run of [...runs]) {
-      await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) });
+    if (canceller === undefined) return;
+    if (canceller.kind === 'user') {
+      const face = kernelAs(this.#kernel, principalOfCaller(canceller));
+      if (runs === undefined) face.require('cancel turns', this.#agent);
+      // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
+      for (const run of runs ?? []) {
+        await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) });
+      }
     }
+    const by = cancellerByline(this.#kernel, canceller);
     // And through its request's signal: one the journal does not keep (an agent type whose turns are not journaled).
-    const ended = this.#stop(task.id, turnCancelledBy(face.byline));
+    const ended = runs === undefined ? { event: canceledUpdate(task.id, task.contextId, by), buses: [] } : this.#stop(task.id, turnCancelledBy(by));
     if (ended === undefined) return;
     for (const bus of ended.buses) bus.publish(ended.event);
     if (this.#store !== undefined) await new ResultManager(this.#store, context).processEvent(ended.event);
@@ -501,13 +542,7 @@ export class LoomAgentExecutor implements AgentExecutor {
     const last = open.at(-1);
     if (last === undefined) return undefined;
     for (const run of open) run.finished = true;
-    const text = reason === undefined ? 'The task was canceled.' : turnCanceledText(reason.message);
-    const event = AgentEvent.statusUpdate({
-      taskId,
-      contextId: last.contextId,
-      status: { state: TaskState.TASK_STATE_CANCELED, message: agentMessage(taskId, last.contextId, text), timestamp: new Date().toISOString() },
-      metadata: undefined,
-    });
+    const event = canceledUpdate(taskId, last.contextId, reason);
     this.#observe?.(event);
     return { event, buses: new Set(open.map((run) => run.bus)), record: last.record };
   }

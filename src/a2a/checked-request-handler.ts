@@ -125,17 +125,18 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
    * The SDK reaches a task's executor only through an event bus of the canceller's own (it keeps them
    * per caller), and hears only the events published after it asked: an owner's cancel of another
    * key's task would leave its turn going on, and a creator's whose streaming client had left would
-   * miss the task's end. The turns of a task the canceller sees, running here, are cancelled first,
-   * as the kernel lets the canceller (naming them), and the task saved canceled (`cancelTurns`); then
-   * the SDK answers the task as it is (a task no turn runs here, it marks canceled itself). A cancel
-   * the kernel refuses is answered `TaskNotCancelable`, saying why, and cancels nothing. A task of
-   * another agent is unknown here, as to every request to this agent's endpoints.
+   * miss the task's end. A task the canceller sees is cancelled first, as the kernel lets the
+   * canceller, and saved canceled, its status message naming them (`LoomAgentExecutor.cancel`: its
+   * turns running here, or one resumed after a restart through the recovery); then the SDK answers
+   * the task as it is. A cancel the kernel refuses is answered `TaskNotCancelable`, saying why, and
+   * cancels nothing. A task of another agent is unknown here, as to every request to this agent's
+   * endpoints.
    */
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
     const task = await this.#store.load(params.id, context);
     if (task !== undefined && !isTerminalState(task.status?.state)) {
       try {
-        await this.#executor.cancelTurns(task, context);
+        await this.#executor.cancel(task, context);
       } catch (error) {
         if (error instanceof AccessDeniedError) throw new TaskNotCancelableError(`Task not cancelable: ${params.id}: ${error.message}`);
         throw error;

@@ -4,12 +4,14 @@
  * spec/05's shape. A task the caller may not see is as missing as an unknown one.
  */
 import { randomUUID } from 'node:crypto';
-import { SendMessageRequest, TaskState } from '@a2a-js/sdk';
+import { SendMessageRequest } from '@a2a-js/sdk';
+import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { ResultManager } from '@a2a-js/sdk/server';
 import type { Hono } from 'hono';
 import { HttpRequestError, LoomError } from '../errors/index.ts';
 import { safeParseJson } from '../validation/index.ts';
 import { type A2aRouteContext, slashed } from './a2a-route-context.ts';
-import { agentMessage } from './agent-executor.ts';
+import { canceledUpdate, cancellerByline } from './agent-executor.ts';
 import { isTerminalState } from './bounded-task-store.ts';
 import { JsonRpcRequestError } from './json-rpc-request-error.ts';
 import { toLegacyTask } from './task-views.ts';
@@ -18,7 +20,7 @@ const legacyNotFound = (id: string): HttpRequestError => new HttpRequestError('T
 
 /** Adds the legacy endpoints to `routes`. */
 export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): void {
-  const { access, agents, base, requests, store } = context;
+  const { access, agents, base, options, requests, store } = context;
   routes.on('POST', slashed(`${base}/tasks/send`), async (c) => {
     const body = safeParseJson(await requests.textOf(c));
     if (!body.ok) throw new JsonRpcRequestError({ code: 'INVALID_REQUEST', rpcCode: -32700, id: null, status: 400, message: 'Invalid JSON payload.' });
@@ -78,32 +80,32 @@ export function addLegacyTaskRoutes(routes: Hono, context: A2aRouteContext): voi
     if (task === undefined) throw legacyNotFound(id);
     return c.json(toLegacyTask(task));
   });
+  // The cancel of the task's own agent's endpoints (`CheckedRequestHandler.cancelTask`): the kernel
+  // judges the canceller, the task's status message names them, and a task whose cancel is refused
+  // or fails is left as it is.
   routes.on('POST', slashed(`${base}/tasks/:id/cancel`), async (c) => {
     const id = c.req.param('id') ?? '';
-    const task = await store.load(id, requests.contextOf(c, '1.0'));
+    const context = requests.contextOf(c, '1.0');
+    const task = await store.load(id, context);
     if (task === undefined) throw legacyNotFound(id);
     if (isTerminalState(task.status?.state)) return c.json(toLegacyTask(task));
     const owner: unknown = task.metadata?.['loomAgent'];
-    const agent = access.findAgent(typeof owner === 'string' ? owner : '') ?? access.defaultAgent();
-    if (agent !== undefined) {
-      const { handler } = agents.of(agent, c);
-      await handler.cancelTask({ id, tenant: '', metadata: {} }, requests.contextOf(c, '1.0')).catch(() => undefined);
-    }
-    let latest = (await store.load(id)) ?? task;
-    if (!isTerminalState(latest.status?.state)) {
-      // No turn runs it any more (e.g. the daemon restarted): mark it canceled in the store.
-      latest = {
-        ...latest,
-        status: {
-          state: TaskState.TASK_STATE_CANCELED,
-          message: agentMessage(id, latest.contextId, 'The task was canceled.'),
-          timestamp: new Date().toISOString(),
-        },
-      };
-      await store.save(latest);
+    const agent = access.findAgent(typeof owner === 'string' ? owner : '');
+    if (agent === undefined) {
+      // Its agent is gone, and its turns with it (stopped when it was killed): nothing runs to stop.
+      await new ResultManager(store, context).processEvent(canceledUpdate(id, task.contextId, cancellerByline(options.kernel, access.callerFor(c))));
       // What is stored: the save is dropped when the task ended meanwhile (its first end wins).
-      latest = (await store.load(id)) ?? latest;
+      return c.json(toLegacyTask((await store.load(id)) ?? task));
     }
-    return c.json(toLegacyTask(latest));
+    try {
+      return c.json(toLegacyTask(await agents.of(agent, c).handler.cancelTask({ id, tenant: '', metadata: {} }, context)));
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) throw legacyNotFound(id);
+      if (!(error instanceof TaskNotCancelableError)) throw error;
+      // Ended meanwhile: answered as it is. Else refused, and left running.
+      const latest = await store.load(id, context);
+      if (latest !== undefined && isTerminalState(latest.status?.state)) return c.json(toLegacyTask(latest));
+      throw new HttpRequestError('TASK_NOT_CANCELABLE', error.message);
+    }
   });
 }

@@ -15,6 +15,7 @@ import {
   agentMessage,
   approvalMessage,
   callerOfKey,
+  cancellerByline,
   kernelOfTask,
   responseArtifact,
   type TaskKernel,
@@ -569,17 +570,18 @@ const CANCEL_FAILED = 'could not cancel the resumed turn of a canceled A2A task'
 /**
  * Cancels the task's turn (that turn, by its journal id: not a later task's in the same
  * conversation), if it runs here: as `canceled.by` (the caller of the request that canceled the
- * task), through the kernel, which judges whether it may and names it at the turn's end
- * (`CallerKernel.cancelKeyedTurn`); a cancel the kernel refuses cancels nothing. With no such
- * request known, Loom ends it as the task is (canceled), found as its creator, naming
- * {@link CANCELED_BY}. Resolves whether nothing is left to cancel (canceled here, ended, none, or
+ * task), through the kernel, which judges whether a key may and names it at the turn's end
+ * (`CallerKernel.cancelKeyedTurn`); a cancel the kernel refuses cancels nothing. An agent (its
+ * creator) ends it as the task's creator, named; with no such request known, Loom ends it as the
+ * task is (canceled), found as its creator, naming {@link CANCELED_BY}. Resolves whether nothing is left to cancel (canceled here, ended, none, or
  * refused): false while it runs elsewhere.
  */
 async function cancelTurnOf(parts: TaskRecoveryParts, task: Task, agent: string, canceled: Canceled): Promise<boolean> {
   const { by } = canceled;
   if (by?.kind !== 'user') {
+    // An agent reaches only the tasks it made: the turn is its own.
     const turn = await turnOf(parts, task, agent);
-    return turn?.state !== 'running' || turn.cancel(CANCELED_BY);
+    return turn?.state !== 'running' || turn.cancel(by === undefined ? CANCELED_BY : cancellerByline(parts.kernel, by));
   }
   const creator = creatorOf(task);
   const message = lastMessageOf(task);

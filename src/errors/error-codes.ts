@@ -79,6 +79,7 @@ export const ERROR_CODES = {
   TURN_RUNNING: { status: 400, kind: 'conflict' },
   TURN_TAKEN_OVER: { status: 409, kind: 'conflict' },
   TURN_ELSEWHERE: { status: 409, kind: 'conflict' },
+  TASK_NOT_CANCELABLE: { status: 409, kind: 'conflict' },
   DAEMON_RUNNING: { status: 400, kind: 'conflict' },
   PORT_IN_USE: { status: 400, kind: 'conflict' },
   // Work stopped partway; what it did is kept.

@@ -17,7 +17,8 @@ export type HttpErrorCode =
   | 'RATE_LIMITED'
   | 'REQUEST_TIMEOUT'
   | 'CHANNEL_STOPPED'
-  | 'TASK_NOT_FOUND';
+  | 'TASK_NOT_FOUND'
+  | 'TASK_NOT_CANCELABLE';
 
 /**
  * A request an HTTP door refuses before the kernel sees it: a malformed body, an unknown route, a

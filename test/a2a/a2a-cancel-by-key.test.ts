@@ -1,14 +1,17 @@
 /**
  * Who cancels an A2A task, with API keys: the owner may cancel another key's task, and the turn's
- * end (its audit record, its session) names whoever cancelled it, as the API's cancel of a turn
- * does; the turn stays its creator's. The same for a task running live and one whose turn a
- * previous daemon left and this one resumed (src/a2a/task-recovery.ts).
+ * end (its audit record, its session) and the task's status message name whoever cancelled it, as
+ * the API's cancel of a turn does; the turn stays its creator's. The same for a task running live
+ * and one whose turn a previous daemon left and this one resumed (src/a2a/task-recovery.ts), and
+ * through an agent's endpoints or the legacy `POST /a2a/tasks/{id}/cancel`, which names no agent.
  */
 import { type Task, TaskState } from '@a2a-js/sdk';
 import type { Context } from 'hono';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
-import { type Caller, callerOf } from '../../src/kernel/index.ts';
+import { textOf } from '../../src/a2a/agent-executor.ts';
+import { AccessDeniedError, StoreError } from '../../src/errors/index.ts';
+import { type Caller, callerOf, type Kernel } from '../../src/kernel/index.ts';
 import { agentToml } from '../http/api-harness.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
@@ -38,6 +41,23 @@ const CALLERS: Record<string, Caller> = {
   'other-secret': callerOf({ name: 'other-bot', role: 'user', agents: ['helper-*'] }),
 };
 const keyOf = (c: Context): Caller | undefined => CALLERS[(c.req.header('authorization') ?? '').replace(/^Bearer /, '')];
+
+/**
+ * The cancel of task `id` through the legacy `POST /a2a/tasks/{id}/cancel` with the key: the task
+ * as it is then, read with the SDK's client through `agent`'s endpoint, or the error answered.
+ */
+async function legacyCancelAs(key: string, harness: A2aHarness, agent: string, id: string): Promise<Task | Error> {
+  const answer = await harness.request(`/a2a/tasks/${id}/cancel`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+  if (answer.status !== 200) return new Error(`${answer.status} ${await answer.text()}`);
+  expect(await answer.json()).toMatchObject({ id, status: 'cancelled' });
+  return (await a2aClient(harness.url, agent, key)).getTask({ tenant: '', id, historyLength: undefined });
+}
+
+/** How a client cancels a task: through its agent's endpoint with the SDK's client, or through the legacy endpoint. */
+const DOORS = [
+  ["its agent's endpoint", (key: string, harness: A2aHarness, agent: string, id: string) => cancelAs(key, harness, agent, id)],
+  ['the legacy endpoint', legacyCancelAs],
+] as const;
 
 /** `helper-bot`'s task to `helper-slow`, whose model call never answers, answered as it starts. */
 async function helperTask(harness: A2aHarness): Promise<Task> {
@@ -72,34 +92,41 @@ async function turnEnds(harness: A2aHarness, agent: string, count = 1): Promise<
 
 describe('an A2A task cancelled with API keys', () => {
   describe.each([
-    ['running live', false],
-    ['whose turn resumed after a restart', true],
-  ])('%s', (_how, restarted) => {
+    ['running live', ...DOORS[0], false],
+    ['running live', ...DOORS[1], false],
+    ['whose turn resumed after a restart', ...DOORS[0], true],
+    ['whose turn resumed after a restart', ...DOORS[1], true],
+  ])('%s, cancelled through %s', (_how, _door, cancel, restarted) => {
     it.each([
       ['the owner', 'admin-secret', '"admin"'],
       ['its creator', 'helper-secret', '"helper-bot"'],
-    ])("cancelled by %s: its turn is cancelled, its end naming who cancelled it, the turn still its creator's", async (_who, key, byline) => {
-      const tasks = new InMemoryA2aTaskRepository();
-      first = await startA2a(dir.path, { repository: tasks, callerOf: keyOf });
-      const task = await helperTask(first);
-      let daemon = first;
-      if (restarted) {
-        next = await startA2a(dir.path, { repository: tasks, daemon: true, callerOf: keyOf });
-        daemon = next;
-        await waitFor('the resumed model call', () => model.requests.length >= 2);
-      }
-      const canceled = await (await a2aClient(daemon.url, 'helper-slow', key)).cancelTask({ tenant: '', id: task.id, metadata: undefined });
-      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-      const { kernel } = daemon.host;
-      const [ended] = await turnEnds(daemon, 'helper-slow');
-      expect(ended?.type).toBe('turn-cancel');
-      expect(ended?.data).toMatchObject({
-        via: 'user:helper-bot',
-        code: 'TURN_CANCELLED',
-        message: expect.stringContaining(`cancelled by ${byline}`) as string,
-      });
-      expect(kernel.turnCounts().running).toBe(0);
-    });
+    ])(
+      "cancelled by %s: its turn is cancelled, its end and the task's status naming who cancelled it, the turn still its creator's",
+      async (_who, key, byline) => {
+        const tasks = new InMemoryA2aTaskRepository();
+        first = await startA2a(dir.path, { repository: tasks, callerOf: keyOf });
+        const task = await helperTask(first);
+        let daemon = first;
+        if (restarted) {
+          next = await startA2a(dir.path, { repository: tasks, daemon: true, callerOf: keyOf });
+          daemon = next;
+          await waitFor('the resumed model call', () => model.requests.length >= 2);
+        }
+        const canceled = await cancel(key, daemon, 'helper-slow', task.id);
+        expect(canceled).not.toBeInstanceOf(Error);
+        expect((canceled as Task).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+        expect(textOf((canceled as Task).status?.message)).toContain(`cancelled by ${byline}`);
+        const { kernel } = daemon.host;
+        const [ended] = await turnEnds(daemon, 'helper-slow');
+        expect(ended?.type).toBe('turn-cancel');
+        expect(ended?.data).toMatchObject({
+          via: 'user:helper-bot',
+          code: 'TURN_CANCELLED',
+          message: expect.stringContaining(`cancelled by ${byline}`) as string,
+        });
+        expect(kernel.turnCounts().running).toBe(0);
+      },
+    );
   });
 });
 
@@ -186,5 +213,46 @@ describe('an A2A task cancelled with API keys, live', () => {
       return counts.running === 0 && counts.queued === 0;
     });
     expect(await harness.host.kernel.approvals.list()).toEqual([]);
+  });
+});
+
+describe('an A2A task cancelled through the legacy endpoint', () => {
+  it.each([
+    ['refuses', () => new AccessDeniedError('"helper-bot" may not cancel this turn'), 409, 'TASK_NOT_CANCELABLE'],
+    ['fails', () => new StoreError('the store is out of reach'), 500, 'STORE_FAILURE'],
+  ])('leaves the task working and its turn running when the kernel %s the cancel, answering why', async (_what, error, status, code) => {
+    // The kernel's look-up of the task's turn, as the cancel asks it, refuses or fails.
+    const refusing = (kernel: Kernel): Kernel =>
+      new Proxy(kernel, {
+        get: (target, property, receiver): unknown => (property === 'keyedTurn' ? () => Promise.reject(error()) : Reflect.get(target, property, receiver)),
+      });
+    first = await startA2a(dir.path, { callerOf: keyOf, kernel: refusing });
+    const task = await helperTask(first);
+    const answer = await first.request(`/a2a/tasks/${task.id}/cancel`, { method: 'POST', headers: { authorization: 'Bearer helper-secret' } });
+    expect(answer.status).toBe(status);
+    expect(await answer.json()).toMatchObject({ error: { code, message: expect.stringContaining(error().message) as string } });
+    const seen = await (await a2aClient(first.url, 'helper-slow', 'helper-secret')).getTask({ tenant: '', id: task.id, historyLength: undefined });
+    expect(seen.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    expect(first.host.kernel.turnCounts().running).toBe(1);
+    expect(await first.host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel'] })).toEqual([]);
+  });
+});
+
+describe('an A2A task an agent made and cancels (a server whose callers include agents)', () => {
+  it.each(DOORS)("names the agent, cancelling through %s: the task's status and its turn's end", async (_door, cancel) => {
+    // The A2A server mounted with callers of its own (`callerOf`): one of them an agent.
+    const boss: { caller?: Caller } = {};
+    first = await startA2a(dir.path, { callerOf: (c) => (c.req.header('authorization') === 'Bearer boss-secret' ? boss.caller : keyOf(c)) });
+    const toml = agentToml('helper-boss', model.url, '[capabilities]\ntools = ["agent_message"]\nagent_message = ["helper-slow"]');
+    boss.caller = { kind: 'agent', agentId: (await first.host.kernel.spawn(manifest(toml))).id, chain: [] };
+    await first.host.kernel.spawn(manifest(agentToml('helper-slow', model.url)));
+    model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }]);
+    const task = await sendAs('boss-secret', first, 'helper-slow', textMessage('Tell me a story'));
+    await waitFor('the first model call', () => model.requests.length >= 1);
+    const canceled = await cancel('boss-secret', first, 'helper-slow', task.id);
+    expect((canceled as Task).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(textOf((canceled as Task).status?.message)).toContain('cancelled by agent "helper-boss"');
+    const [ended] = await turnEnds(first, 'helper-slow');
+    expect(ended).toMatchObject({ type: 'turn-cancel', data: { message: expect.stringContaining('cancelled by agent "helper-boss"') as string } });
   });
 });

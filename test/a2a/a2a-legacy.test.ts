@@ -132,6 +132,19 @@ describe('legacy endpoints (spec/05)', () => {
     expect(await (await api.request(`/a2a/tasks/${id}`)).json()).toMatchObject({ id, status: 'completed' });
   });
 
+  it('POST /a2a/tasks/{id}/cancel marks a task whose agent is gone canceled (no turn of it runs), naming who cancelled it', async () => {
+    const id = 'c0ffee00-0000-4000-8000-000000000002';
+    await api.a2a.store.save(
+      Task.fromJSON({ id, contextId: 'ctx', status: { state: 'TASK_STATE_WORKING' }, history: [], artifacts: [], metadata: { loomAgent: 'gone' } }),
+    );
+    const canceled = await api.request(`/a2a/tasks/${id}/cancel`, { method: 'POST' });
+    expect(canceled.status).toBe(200);
+    expect(await canceled.json()).toMatchObject({ id, status: 'cancelled' });
+    const stored = await api.a2a.store.load(id);
+    expect(stored?.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(JSON.stringify(stored?.status?.message)).toContain('cancelled by the owner');
+  });
+
   it('evicts the oldest finished task past the bound; evicted tasks answer 404', async () => {
     await api.host.kernel.spawn(manifest(agentToml('echo', model.url)));
     const ids: string[] = [];
