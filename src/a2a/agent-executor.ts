@@ -136,8 +136,12 @@ export function taskTurnPlaces(taskId: string, messageId: string, contextId: str
 
 /** What the A2A server asks of the kernel as a task's creator, in the task's conversation (see {@link kernelOfTask}). */
 export interface TaskKernel {
-  /** Sends the task's message to `agent`, its turn streamed. */
-  stream(agent: string, text: string, options: Pick<SendOptions, 'signal' | 'door' | 'idempotencyKey'>): AsyncIterable<LoomEvent>;
+  /**
+   * Sends the task's message to `agent`, its turn streamed, in the conversation `thread` (the
+   * context's by default: another where an earlier version put the turn of the same message, see
+   * {@link taskTurnPlaces}).
+   */
+  stream(agent: string, text: string, options: Pick<SendOptions, 'signal' | 'door' | 'idempotencyKey'> & { thread?: string }): AsyncIterable<LoomEvent>;
   /**
    * The turn the task's message with `key` started (see `Kernel.keyedTurn`), in the conversation
    * `thread` (the context's by default: another where an earlier version put it, see {@link taskTurnPlaces}).
@@ -155,14 +159,33 @@ export function kernelOfTask(kernel: Kernel, caller: Caller, contextId: string):
   if (caller.kind === 'user') {
     const face = kernelAs(kernel, principalOfCaller(caller));
     return {
-      stream: (agent, text, options) => face.stream(agent, text, { thread, ...options }),
+      stream: (agent, text, { thread: where = thread, ...options }) => face.stream(agent, text, { ...options, thread: where }),
       keyedTurn: (agent, key, where = thread) => face.keyedTurn(agent, key, { thread: where }),
     };
   }
   return {
-    stream: (agent, text, options) => kernel.stream(agent, text, { caller, conversation: thread, ...options }),
+    stream: (agent, text, { thread: where = thread, ...options }) => kernel.stream(agent, text, { ...options, caller, conversation: where }),
     keyedTurn: (agent, key, where = thread) => kernel.keyedTurn(agent, key, { caller, conversation: where }),
   };
+}
+
+/**
+ * Where the turn of the task's message `messageId` is journaled (see {@link taskTurnPlaces}):
+ * where a daemon before an upgrade journaled it, when one did (a message sent again after the
+ * upgrade gets the turn it started, as the recovery finds it), else where this version does. Looked
+ * up only when an id is past 128 characters (else every version put it in one place).
+ * @throws what `TaskKernel.keyedTurn` throws (the caller may not message the agent, say).
+ */
+export async function placeOfTaskTurn(
+  kernel: TaskKernel,
+  agent: string,
+  task: { taskId: string; messageId: string; contextId: string },
+): Promise<TaskTurnPlace> {
+  // The first of the places is this version's.
+  for (const place of taskTurnPlaces(task.taskId, task.messageId, task.contextId).slice(1)) {
+    if ((await kernel.keyedTurn(agent, place.key, place.thread)) !== undefined) return place;
+  }
+  return { key: taskTurnKey(task.taskId, task.messageId), thread: taskThread(task.contextId) };
 }
 
 /** The status message of a task whose turn waits for a human's approval of a tool call. */
@@ -319,8 +342,8 @@ interface TaskRun {
   /** Set once it published the task's end (or a cancel did): it publishes nothing more. */
   finished: boolean;
   contextId: string;
-  /** The id of the message that started it: its turn's key is `taskTurnKey(task, message)`. */
-  messageId: string;
+  /** Where the turn of the message that started it is journaled (`placeOfTaskTurn`): its key, in its conversation. */
+  place: TaskTurnPlace | undefined;
   /** Who sent that message: the turn is theirs. */
   caller: Caller;
   bus: ExecutionEventBus;
@@ -379,7 +402,7 @@ export class LoomAgentExecutor implements AgentExecutor {
       this.#published(bus, event);
       record(event);
     };
-    const run: TaskRun = { controller: new AbortController(), finished: false, contextId, messageId: request.userMessage.messageId, caller, bus, record };
+    const run: TaskRun = { controller: new AbortController(), finished: false, contextId, place: undefined, caller, bus, record };
     const runs = this.#running.get(taskId) ?? new Set<TaskRun>();
     runs.add(run);
     this.#running.set(taskId, runs);
@@ -422,12 +445,12 @@ export class LoomAgentExecutor implements AgentExecutor {
       status(TaskState.TASK_STATE_WORKING);
       const text = inputTextOf(request.userMessage);
       let reply = '';
-      // Its key: after a restart the task finds the turn, resumed or ended (task-recovery.ts).
-      const events = kernelOfTask(this.#kernel, caller, contextId).stream(this.#agent, text, {
-        signal: run.controller.signal,
-        door: 'a2a',
-        idempotencyKey: taskTurnKey(taskId, request.userMessage.messageId),
-      });
+      // Its key: after a restart the task finds the turn, resumed or ended (task-recovery.ts), and
+      // the same message sent again gets it.
+      const kernel = kernelOfTask(this.#kernel, caller, contextId);
+      const place = await placeOfTaskTurn(kernel, this.#agent, { taskId, messageId: request.userMessage.messageId, contextId });
+      run.place = place;
+      const events = kernel.stream(this.#agent, text, { signal: run.controller.signal, door: 'a2a', idempotencyKey: place.key, thread: place.thread });
       for await (const event of events) {
         if (run.finished) break;
         switch (event.type) {
@@ -515,8 +538,9 @@ export class LoomAgentExecutor implements AgentExecutor {
       const face = kernelAs(this.#kernel, principalOfCaller(canceller));
       if (runs === undefined) face.require('cancel turns', this.#agent);
       // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
-      for (const run of runs ?? []) {
-        await face.cancelKeyedTurn(this.#agent, taskTurnKey(task.id, run.messageId), { caller: run.caller, thread: taskThread(run.contextId) });
+      for (const { place, caller } of runs ?? []) {
+        // Not yet looked up: its turn has not started (its signal stops it).
+        if (place !== undefined) await face.cancelKeyedTurn(this.#agent, place.key, { caller, thread: place.thread });
       }
     }
     const by = cancellerByline(this.#kernel, canceller);

@@ -13,11 +13,13 @@ import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
 import type { Clock, EventRecord } from '../../src/contracts/index.ts';
 import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
+import { textOf } from '../../src/a2a/agent-executor.ts';
 import type { Kernel, KeyedTurn, SendOptions } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';
 import { agentToml, type HangingModelServer, startHangingModelServer } from '../http/api-harness.ts';
 import { createRecordingLogger, type LogEntry, type RecordingLogger } from '../support/recording-logger.ts';
 import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import type { ScriptStep } from '../support/scripted-model-server.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { type A2aHarness, startA2a } from './a2a-harness.ts';
@@ -155,6 +157,46 @@ async function workingTasks(...texts: string[]): Promise<{ harness: A2aHarness; 
     return true;
   });
   return { harness, tasks };
+}
+
+/**
+ * Where a daemon before an upgrade journaled the turn of a task whose message and context ids are
+ * past 128 characters: the key it gave the turn (from this version's, and the message id), its
+ * conversation the context's id whole.
+ */
+const JOURNALED_BEFORE: [string, (key: string, long: string) => string][] = [
+  ['whole in its key and its conversation (before ids were bounded)', (key, long) => key.replace(/sha256:[0-9a-f]{64}$/, long)],
+  ["bounded in its key, its context's whole in its conversation (before context ids were)", (key) => key],
+];
+
+/**
+ * A first daemon's task (`first`, as before an upgrade: see {@link JOURNALED_BEFORE}) to agent
+ * `slow`, its message and context ids past 128 characters, working, its turn's model call hanging;
+ * the model then answers `replies`. Returns the task and the message sent.
+ */
+async function taskBeforeUpgrade(
+  tasks: A2aTaskRepository,
+  keyBefore: (key: string, long: string) => string,
+  ...replies: ScriptStep[]
+): Promise<{ task: Task; sent: ReturnType<typeof sentAtOnce> }> {
+  const [messageId, contextId] = [`m-${'x'.repeat(200)}`, `c-${'y'.repeat(200)}`];
+  // The daemon before the upgrade: the turn journaled under the key and in the conversation it gave them.
+  const before = (kernel: Kernel): Kernel =>
+    new Proxy(kernel, {
+      get: (target, property, receiver): unknown =>
+        property === 'stream'
+          ? (agent: string, text: string, options: SendOptions) =>
+              kernel.stream(agent, text, { ...options, idempotencyKey: keyBefore(options.idempotencyKey ?? '', messageId), conversation: `a2a:${contextId}` })
+          : Reflect.get(target, property, receiver),
+    });
+  first = await startA2a(dir.path, { repository: tasks, kernel: before });
+  await first.host.kernel.spawn(manifest(agentToml('slow', model.url)));
+  model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }, ...replies]);
+  const message = sentAtOnce('Tell me a story');
+  const sent = { ...message, message: { ...message.message, messageId, contextId } };
+  const task = (await (await a2aClient(first.url, 'slow', 'none')).sendMessage(sent)) as Task;
+  await waitFor('the first model call', () => model.requests.length >= 1);
+  return { task, sent };
 }
 
 describe('the recovery of unfinished A2A tasks', () => {
@@ -571,34 +613,11 @@ describe('the recovery of unfinished A2A tasks', () => {
     expect(JSON.stringify(read)).toContain('The story, resumed.');
   });
 
-  it.each([
-    ['whole in its key and its conversation (before ids were bounded)', (key: string, long: string) => key.replace(/sha256:[0-9a-f]{64}$/, long)],
-    ["bounded in its key, its context's whole in its conversation (before context ids were)", (key: string) => key],
-  ])(
+  it.each(JOURNALED_BEFORE)(
     'meets, after an upgrade, the turn of a task whose message and context ids are past 128 characters, journaled by the daemon before: %s',
     async (_when, keyBefore) => {
       const tasks = new InMemoryA2aTaskRepository();
-      const [messageId, contextId] = [`m-${'x'.repeat(200)}`, `c-${'y'.repeat(200)}`];
-      // The daemon before the upgrade: the turn journaled under the key and in the conversation it gave them.
-      const before = (kernel: Kernel): Kernel =>
-        new Proxy(kernel, {
-          get: (target, property, receiver): unknown =>
-            property === 'stream'
-              ? (agent: string, text: string, options: SendOptions) =>
-                  kernel.stream(agent, text, {
-                    ...options,
-                    idempotencyKey: keyBefore(options.idempotencyKey ?? '', messageId),
-                    conversation: `a2a:${contextId}`,
-                  })
-              : Reflect.get(target, property, receiver),
-        });
-      first = await startA2a(dir.path, { repository: tasks, kernel: before });
-      await first.host.kernel.spawn(manifest(agentToml('slow', model.url)));
-      model.script([{ text: 'never said', gate: new Promise<never>(() => undefined) }, { text: 'The story, resumed.' }]);
-      const sent = sentAtOnce('Tell me a story');
-      const task = (await (await a2aClient(first.url, 'slow', 'none')).sendMessage({ ...sent, message: { ...sent.message, messageId, contextId } })) as Task;
-      await waitFor('the first model call', () => model.requests.length >= 1);
-
+      const { task } = await taskBeforeUpgrade(tasks, keyBefore, { text: 'The story, resumed.' });
       next = await startA2a(dir.path, { repository: tasks, daemon: true });
       const done = await waitFor('the task to end', async () => {
         const record = await tasks.get(task.id);
@@ -607,6 +626,34 @@ describe('the recovery of unfinished A2A tasks', () => {
       expect(done.state).toBe('TASK_STATE_COMPLETED');
       expect(JSON.stringify(done.task)).toContain('The story, resumed.');
       // Its turn ran once, resumed: no second turn for the same message.
+      expect(model.requests).toHaveLength(2);
+    },
+  );
+
+  it.each(JOURNALED_BEFORE)(
+    'gives the same message sent again after an upgrade, its ids past 128 characters, the turn it started, journaled by the daemon before: %s',
+    async (_when, keyBefore) => {
+      const tasks = new InMemoryA2aTaskRepository();
+      let release: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const { task, sent } = await taskBeforeUpgrade(tasks, keyBefore, { text: 'The story, resumed.', gate }, { text: 'A second story.' });
+      next = await startA2a(dir.path, { repository: tasks, daemon: true });
+      await waitFor('the resumed model call', () => model.requests.length >= 2);
+      // Its client sends the message to the task again (its id the same), and waits for the answer.
+      const again = (await a2aClient(next.url, 'slow', 'none')).sendMessage({
+        ...sent,
+        message: { ...sent.message, taskId: task.id },
+        configuration: undefined,
+      });
+      await waitFor('the message to reach the task', async () => {
+        const record = await tasks.get(task.id);
+        return (record?.task as { history?: { role?: string }[] } | undefined)?.history?.filter((entry) => entry.role === 'ROLE_USER').length === 2;
+      });
+      release();
+      const answered = (await again) as Task;
+      expect(answered.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(answered.status?.message)).toBe('The story, resumed.');
+      // One turn for the message: the one resumed, no second.
       expect(model.requests).toHaveLength(2);
     },
   );
