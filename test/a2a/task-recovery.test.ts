@@ -12,7 +12,7 @@ import { LoomError, StoreError, TurnCancelledError } from '../../src/errors/inde
 import { type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
 import { type A2aServer, type A2aTaskRepository, createA2aServer, InMemoryA2aPushConfigRepository, InMemoryA2aTaskRepository } from '../../src/a2a/index.ts';
 import type { Clock, EventRecord } from '../../src/contracts/index.ts';
-import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery.ts';
+import { TASK_RECOVERY_ATTEMPTS, TASK_RECOVERY_RETRY_MS } from '../../src/a2a/task-recovery-rounds.ts';
 import { textOf } from '../../src/a2a/agent-executor.ts';
 import type { Kernel, KeyedTurn, SendOptions } from '../../src/kernel/index.ts';
 import type { AgentEvent, TurnResult } from '../../src/runtime/index.ts';

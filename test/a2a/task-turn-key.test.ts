@@ -4,7 +4,7 @@
  * are indexed: PostgreSQL refuses an index entry of a few KB).
  */
 import { describe, expect, it } from 'vitest';
-import { taskThread, taskTurnKey, taskTurnPlaces } from '../../src/a2a/agent-executor.ts';
+import { taskThread, taskTurnKey, taskTurnPlaces } from '../../src/a2a/task-turn-places.ts';
 
 describe('taskTurnKey and taskThread', () => {
   it('keeps a message id of ordinary length as it is', () => {
