@@ -15,7 +15,7 @@ import { type Caller, callerOf, type Kernel, kernelAs, principalOfCaller, reache
 import type { JsonObject, Logger } from '../contracts/index.ts';
 import { isLoomError, turnCancelledBy } from '../errors/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
-import { kernelOfTask, placeOfTaskTurn, type TaskTurnPlace } from './task-turn-places.ts';
+import { kernelOfTask, lastMessageOf, placeOfTaskTurn, type TaskTurnPlace, taskTurnKey } from './task-turn-places.ts';
 
 /** The caller of an A2A request, as the kernel checks it (carried by the SDK's call context). */
 export class LoomA2aUser implements User {
@@ -415,27 +415,31 @@ export class LoomAgentExecutor implements AgentExecutor {
 
   /**
    * Cancels `task` (not ended) as the caller of `context` (its request's), naming them
-   * ({@link cancellerByline}), and saves it canceled before this resolves:
-   * - its turns running here: a key's cancel is the kernel's to judge
+   * ({@link cancellerByline}), and saves it canceled before this resolves. The kernel judges the
+   * canceller first, whether or not a turn of the task runs here: a key must be allowed to cancel
+   * turns of the agent, an agent (which reaches only its own tasks) to message it still (its look-up
+   * of the task's turn, as the recovery makes it, is refused otherwise). Then:
+   * - its turns running here: a key's cancel of each is the kernel's to judge
    *   (`CallerKernel.cancelKeyedTurn`: an owner any task's turn, any other key its own), an agent
-   *   (which reaches only its own tasks) cancels them through their requests' signals; each turn
-   *   ends saying who cancelled it, and the task is saved canceled whoever reads its events (none
-   *   once it waited for an approval: the SDK stops reading them at `input-required`), then
-   *   published to those who do;
+   *   cancels them through their requests' signals; each turn ends saying who cancelled it, and the
+   *   task is saved canceled whoever reads its events (none once it waited for an approval: the SDK
+   *   stops reading them at `input-required`), then published to those who do;
    * - no turn of it runs in this process (one resumed after a restart, or running on another node):
-   *   the task is saved canceled, naming them, if they may cancel turns of the agent; the recovery
-   *   then cancels a resumed turn as them (`BoundedTaskStore.onCanceled`).
+   *   the task is saved canceled, naming them; the recovery then cancels a resumed turn as them
+   *   (`BoundedTaskStore.onCanceled`).
    * Does nothing when the request has no Loom caller (the SDK's cancel goes on as it does), or a
    * turn of the task here has published its end already.
-   * @throws {AccessDeniedError} the kernel's refusal, before any turn is cancelled or the task saved.
+   * @throws {AccessDeniedError} {CapabilityDeniedError} the kernel's refusal, before any turn is
+   *   cancelled or the task saved.
    */
   async cancel(task: Task, context: ServerCallContext): Promise<void> {
     const runs = this.#running.get(task.id);
     const canceller = callerOfContext(context);
     if (canceller === undefined) return;
-    if (canceller.kind === 'user') {
+    if (canceller.kind === 'agent') await this.#judgeAgent(task, canceller);
+    else {
       const face = kernelAs(this.#kernel, principalOfCaller(canceller));
-      if (runs === undefined) face.require('cancel turns', this.#agent);
+      face.require('cancel turns', this.#agent);
       // Each by its own key: a turn the journal keeps is cancelled by the kernel, wherever it waits.
       for (const { place, caller } of runs ?? []) {
         // Not yet looked up: its turn has not started (its signal stops it).
@@ -448,6 +452,15 @@ export class LoomAgentExecutor implements AgentExecutor {
     if (ended === undefined) return;
     for (const bus of ended.buses) bus.publish(ended.event);
     if (this.#store !== undefined) await new ResultManager(this.#store, context).processEvent(ended.event);
+  }
+
+  /**
+   * Asks the kernel whether `agent` may cancel `task`'s turns: whether it may message the task's
+   * agent still, as its look-up of the task's turn checks (the recovery cancels a resumed turn so).
+   * @throws {CapabilityDeniedError} {AccessDeniedError} the kernel's refusal.
+   */
+  async #judgeAgent(task: Task, agent: Caller): Promise<void> {
+    await kernelOfTask(this.#kernel, agent, task.contextId).keyedTurn(this.#agent, taskTurnKey(task.id, lastMessageOf(task)?.messageId ?? ''));
   }
 
   /**

@@ -9,7 +9,7 @@ import {
   type TaskStore,
 } from '@a2a-js/sdk/server';
 import type { Logger } from '../contracts/index.ts';
-import { AccessDeniedError } from '../errors/index.ts';
+import { AccessDeniedError, CapabilityDeniedError } from '../errors/index.ts';
 import { PushQueue } from '../kernel/index.ts';
 import { A2A_INPUT_MODES } from './agent-cards.ts';
 import { chargeTurnOfContext, inputTextOf, type LoomAgentExecutor, unsupportedPartOf } from './agent-executor.ts';
@@ -128,8 +128,9 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
    * miss the task's end. A task the canceller sees is cancelled first, as the kernel lets the
    * canceller, and saved canceled, its status message naming them (`LoomAgentExecutor.cancel`: its
    * turns running here, or one resumed after a restart through the recovery); then the SDK answers
-   * the task as it is. A cancel the kernel refuses is answered `TaskNotCancelable`, saying why, and
-   * cancels nothing. A task of another agent is unknown here, as to every request to this agent's
+   * the task as it is. A cancel the kernel refuses (a key that may not cancel turns of the agent, an
+   * agent that may no longer message it) is answered `TaskNotCancelable`, saying why, and cancels
+   * nothing. A task of another agent is unknown here, as to every request to this agent's
    * endpoints.
    */
   override async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
@@ -138,7 +139,8 @@ export class CheckedRequestHandler extends DefaultRequestHandler {
       try {
         await this.#executor.cancel(task, context);
       } catch (error) {
-        if (error instanceof AccessDeniedError) throw new TaskNotCancelableError(`Task not cancelable: ${params.id}: ${error.message}`);
+        if (error instanceof AccessDeniedError || error instanceof CapabilityDeniedError)
+          throw new TaskNotCancelableError(`Task not cancelable: ${params.id}: ${error.message}`);
         throw error;
       }
     }

@@ -7,7 +7,8 @@ import type { Task } from '@a2a-js/sdk';
 import { AgentNotFoundError } from '../errors/index.ts';
 import { type Caller, kernelAs, principalOfCaller } from '../kernel/index.ts';
 import { cancellerByline } from './agent-executor.ts';
-import { atTurnPlaces, creatorOf, lastMessageOf, turnOf, type TurnLookupParts } from './task-turn-lookup.ts';
+import { atTurnPlaces, creatorOf, type TurnLookupParts } from './task-turn-lookup.ts';
+import { kernelOfTask, lastMessageOf, type TaskTurnPlace } from './task-turn-places.ts';
 
 /**
  * Who a recovered task's turn is canceled by, when the task is found canceled with no request that
@@ -30,35 +31,45 @@ export const CANCEL_FAILED = 'could not cancel the resumed turn of a canceled A2
  * Cancels the task's turn (that turn, by its journal id: not a later task's in the same
  * conversation), if it runs here: as `canceled.by` (the caller of the request that canceled the
  * task), through the kernel, which judges whether a key may and names it at the turn's end
- * (`CallerKernel.cancelKeyedTurn`); a cancel the kernel refuses cancels nothing. An agent (its
- * creator) ends it as the task's creator, named; with no such request known, Loom ends it as the
- * task is (canceled), found as its creator, naming {@link CANCELED_BY}. Resolves whether nothing is
- * left to cancel (canceled here, ended, none, or refused): false while it runs elsewhere.
+ * (`CallerKernel.cancelKeyedTurn`). An agent (its creator: it reaches only the tasks it made) ends
+ * it as the task's creator, named; with no such request known, Loom ends it as the task is
+ * (canceled), found as its creator, naming {@link CANCELED_BY}. A look-up or cancel the kernel
+ * refuses (the canceller, or the creator, may no longer reach the agent; its agent gone) cancels
+ * nothing and is logged as refused, never taken for a task with no turn. Resolves whether nothing
+ * is left to cancel (canceled here, ended, none, or refused): false while it runs elsewhere.
  */
 export async function cancelTurnOf(parts: TurnLookupParts, task: Task, agent: string, canceled: Canceled): Promise<boolean> {
   const { by } = canceled;
-  if (by?.kind !== 'user') {
-    // An agent reaches only the tasks it made: the turn is its own.
-    const turn = await turnOf(parts, task, agent);
-    return turn?.state !== 'running' || turn.cancel(by === undefined ? CANCELED_BY : cancellerByline(parts.kernel, by));
-  }
   const creator = creatorOf(task);
   const message = lastMessageOf(task);
   if (creator === undefined || message === undefined || agent === '') return true;
-  const face = kernelAs(parts.kernel, principalOfCaller(by));
-  const done = await atTurnPlaces(
-    task,
-    message,
-    async ({ key, thread }) => {
-      const turn = await face.cancelKeyedTurn(agent, key, { caller: creator, thread });
-      return turn === 'none' ? undefined : turn !== 'elsewhere';
-    },
-    // Its agent gone, or the canceller refused: nothing it may cancel.
-    (error) =>
-      parts.logger.warn(
-        { err: error, taskId: task.id, agent },
-        `the turn of a canceled A2A task is not cancelled: ${error instanceof AgentNotFoundError ? 'its agent is gone' : 'the kernel refused its canceller'}`,
-      ),
-  );
+  const cancel = by?.kind === 'user' ? asCanceller(parts, agent, by, creator) : asCreator(parts, task, agent, creator, by);
+  const done = await atTurnPlaces(task, message, cancel, (error) => {
+    const who = by === undefined ? "the task's creator" : 'its canceller';
+    const why = error instanceof AgentNotFoundError ? 'an agent it names is gone' : `the kernel refused ${who}`;
+    parts.logger.warn({ err: error, taskId: task.id, agent }, `the turn of a canceled A2A task is not cancelled: ${why}`);
+  });
   return done ?? true;
+}
+
+/** Whether the turn at a place was canceled or has ended (undefined: none there; false: it runs elsewhere). */
+type CancelAt = (place: TaskTurnPlace) => Promise<boolean | undefined>;
+
+/** The cancel of the turn at a place by `by`, a key, through its own face (see `CallerKernel.cancelKeyedTurn`). */
+function asCanceller(parts: TurnLookupParts, agent: string, by: Caller & { kind: 'user' }, creator: Caller): CancelAt {
+  const face = kernelAs(parts.kernel, principalOfCaller(by));
+  return async ({ key, thread }) => {
+    const turn = await face.cancelKeyedTurn(agent, key, { caller: creator, thread });
+    return turn === 'none' ? undefined : turn !== 'elsewhere';
+  };
+}
+
+/** The cancel of the turn at a place as the task's creator, naming `by` (the creator itself), or {@link CANCELED_BY} with none. */
+function asCreator(parts: TurnLookupParts, task: Task, agent: string, creator: Caller, by: Caller | undefined): CancelAt {
+  const kernel = kernelOfTask(parts.kernel, creator, task.contextId);
+  const byline = by === undefined ? CANCELED_BY : cancellerByline(parts.kernel, by);
+  return async ({ key, thread }) => {
+    const turn = await kernel.keyedTurn(agent, key, thread);
+    return turn === undefined ? undefined : turn.state !== 'running' || turn.cancel(byline);
+  };
 }

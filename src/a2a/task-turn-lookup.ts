@@ -3,12 +3,12 @@
  * found as the task's creator, where this version journals it and where the daemon before an
  * upgrade did (`taskTurnPlaces`).
  */
-import { type Message, Role, type Task } from '@a2a-js/sdk';
+import type { Message, Task } from '@a2a-js/sdk';
 import type { Logger } from '../contracts/index.ts';
 import { AccessDeniedError, AgentNotFoundError, CapabilityDeniedError } from '../errors/index.ts';
 import type { Caller, Kernel, KeyedTurn } from '../kernel/index.ts';
 import { callerOfKey } from './agent-executor.ts';
-import { kernelOfTask, type TaskKernel, type TaskTurnPlace, taskTurnPlaces } from './task-turn-places.ts';
+import { kernelOfTask, lastMessageOf, type TaskKernel, type TaskTurnPlace, taskTurnPlaces } from './task-turn-places.ts';
 
 /** What the lookup of a task's turn asks of the kernel, and where it logs a turn out of reach. */
 export interface TurnLookupParts {
@@ -75,6 +75,3 @@ export function creatorOf(task: Task): Caller | undefined {
   const creator: unknown = task.metadata?.['loomCallerKey'];
   return typeof creator === 'string' ? callerOfKey(creator) : undefined;
 }
-
-/** The task's last message from its client: the one whose turn the task waits for. */
-export const lastMessageOf = (task: Task): Message | undefined => task.history.findLast((entry) => entry.role === Role.ROLE_USER);

@@ -4,6 +4,7 @@
  * the task's creator in that conversation (`TaskKernel`).
  */
 import { createHash } from 'node:crypto';
+import { type Message, Role, type Task } from '@a2a-js/sdk';
 import { type Caller, type Kernel, kernelAs, type KeyedTurn, principalOfCaller, type SendOptions } from '../kernel/index.ts';
 import type { AgentEvent as LoomEvent } from '../runtime/index.ts';
 
@@ -32,6 +33,9 @@ function boundedId(id: string): string {
 export function taskThread(contextId: string): string {
   return `a2a:${boundedId(contextId)}`;
 }
+
+/** The task's last message from its client: the one whose turn the task waits for. */
+export const lastMessageOf = (task: Task): Message | undefined => task.history.findLast((entry) => entry.role === Role.ROLE_USER);
 
 /** Where the turn of a task's message is journaled: its key, in the conversation `thread` (see {@link TaskKernel.keyedTurn}). */
 export interface TaskTurnPlace {

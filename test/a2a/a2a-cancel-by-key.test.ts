@@ -256,3 +256,37 @@ describe('an A2A task an agent made and cancels (a server whose callers include 
     expect(ended).toMatchObject({ type: 'turn-cancel', data: { message: expect.stringContaining('cancelled by agent "helper-boss"') as string } });
   });
 });
+
+describe('an A2A task an agent made, cancelled once the agent may no longer message its agent', () => {
+  it.each(DOORS)(
+    "refuses the cancel through %s when the task's turn resumed after a restart: the task stays working, its turn running",
+    async (_door, cancel) => {
+      const tasks = new InMemoryA2aTaskRepository();
+      const boss: { caller?: Caller } = {};
+      const callerOf = (c: Context): Caller | undefined => (c.req.header('authorization') === 'Bearer boss-secret' ? boss.caller : keyOf(c));
+      first = await startA2a(dir.path, { repository: tasks, callerOf });
+      const bossToml = agentToml('helper-boss', model.url, '[capabilities]\ntools = ["agent_message"]\nagent_message = ["helper-slow"]');
+      boss.caller = { kind: 'agent', agentId: (await first.host.kernel.spawn(manifest(bossToml))).id, chain: [] };
+      await first.host.kernel.spawn(manifest(agentToml('helper-slow', model.url)));
+      model.script([
+        { text: 'never said', gate: new Promise<never>(() => undefined) },
+        { text: 'never said either', gate: new Promise<never>(() => undefined) },
+      ]);
+      const task = await sendAs('boss-secret', first, 'helper-slow', textMessage('Tell me a story'));
+      await waitFor('the first model call', () => model.requests.length >= 1);
+      // The daemon restarts: no turn of the task runs in its A2A server; the kernel resumed it.
+      next = await startA2a(dir.path, { repository: tasks, daemon: true, callerOf });
+      await waitFor('the resumed model call', () => model.requests.length >= 2);
+      // The owner takes the agent's right to message helper-slow away.
+      await next.host.kernel.update('helper-boss', manifest(agentToml('helper-boss', model.url)));
+      const refused = await cancel('boss-secret', next, 'helper-slow', task.id);
+      expect(refused).toBeInstanceOf(Error);
+      expect((refused as Error).message).toMatch(/not cancelable|TASK_NOT_CANCELABLE/i);
+      expect((refused as Error).message).toContain('agent_message');
+      const seen = await (await a2aClient(next.url, 'helper-slow', 'admin-secret')).getTask({ tenant: '', id: task.id, historyLength: undefined });
+      expect(seen.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+      expect(next.host.kernel.turnCounts().running).toBe(1);
+      expect(await next.host.kernel.audit({ agent: 'helper-slow', types: ['turn-cancel'] })).toEqual([]);
+    },
+  );
+});
