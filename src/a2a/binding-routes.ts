@@ -193,8 +193,10 @@ function legacyMessageIdsOf(body: unknown): Pick<Message, 'messageId' | 'taskId'
   const fields = sent as Record<string, unknown>;
   const id = (camel: string, snake: string): string => {
     const value = fields[camel] ?? fields[snake];
-    // Not a string: an id no task has (the router makes one of it, as `String` does), never none.
-    return typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
+    // Not a string: the id the router makes of it (its `String`: `42` is the task "42", `["t"]` the
+    // task "t"), never none.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- the router converts it so
+    return value === undefined || value === null ? '' : String(value);
   };
   return { messageId: id('messageId', 'message_id'), taskId: id('taskId', 'task_id'), contextId: id('contextId', 'context_id') };
 }

@@ -643,7 +643,7 @@ export const API = {
     summary: 'the older task endpoint: cancel a task',
     params: { id: { description: "the task's id" } },
     answer: json('the task'),
-    errors: [404],
+    errors: [404, 409],
   },
   openAiModels: { method: 'get', path: '/v1/models', tag: 'openai', summary: 'OpenAI-compatible: the agents as models', answer: json('the models') },
   chatCompletions: {
