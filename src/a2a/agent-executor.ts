@@ -347,7 +347,12 @@ export class LoomAgentExecutor implements AgentExecutor {
       // Its key: after a restart the task finds the turn, resumed or ended (task-recovery.ts), and
       // the same message sent again gets it.
       const kernel = kernelOfTask(this.#kernel, caller, contextId);
-      const place = await placeOfTaskTurn(kernel, this.#agent, { taskId, messageId: request.userMessage.messageId, contextId });
+      const place = await placeOfTaskTurn(kernel, this.#agent, {
+        taskId,
+        messageId: request.userMessage.messageId,
+        contextId,
+        isNew: request.task === undefined,
+      });
       run.place = place;
       const events = kernel.stream(this.#agent, text, { signal: run.controller.signal, door: 'a2a', idempotencyKey: place.key, thread: place.thread });
       for await (const event of events) {

@@ -98,16 +98,18 @@ export function kernelOfTask(kernel: Kernel, caller: Caller, contextId: string):
  * Where the turn of the task's message `messageId` is journaled (see {@link taskTurnPlaces}):
  * where a daemon before an upgrade journaled it, when one did (a message sent again after the
  * upgrade gets the turn it started, as the recovery finds it), else where this version does. Looked
- * up only when an id is past 128 characters (else every version put it in one place).
+ * up only when an id is past 128 characters (else every version put it in one place), and never for
+ * a task the message makes (`isNew`: its id is new, no daemon before journaled a turn of it).
  * @throws what `TaskKernel.keyedTurn` throws (the caller may not message the agent, say).
  */
 export async function placeOfTaskTurn(
   kernel: TaskKernel,
   agent: string,
-  task: { taskId: string; messageId: string; contextId: string },
+  task: { taskId: string; messageId: string; contextId: string; isNew: boolean },
 ): Promise<TaskTurnPlace> {
   // The first of the places is this version's.
-  for (const place of taskTurnPlaces(task.taskId, task.messageId, task.contextId).slice(1)) {
+  const earlier = task.isNew ? [] : taskTurnPlaces(task.taskId, task.messageId, task.contextId).slice(1);
+  for (const place of earlier) {
     if ((await kernel.keyedTurn(agent, place.key, place.thread)) !== undefined) return place;
   }
   return { key: taskTurnKey(task.taskId, task.messageId), thread: taskThread(task.contextId) };

@@ -3,8 +3,17 @@
  * conversation of its context: readable when short, and bounded whatever the client sends (keys
  * are indexed: PostgreSQL refuses an index entry of a few KB).
  */
+import { type Task, TaskState } from '@a2a-js/sdk';
 import { describe, expect, it } from 'vitest';
 import { taskThread, taskTurnKey, taskTurnPlaces } from '../../src/a2a/task-turn-places.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
+import { agentToml } from '../http/api-harness.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
+import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
+import { startA2a } from './a2a-harness.ts';
+import { a2aClient, textMessage } from './a2a-sdk-client.ts';
+
+const model = useScriptedModelServer();
 
 describe('taskTurnKey and taskThread', () => {
   it('keeps a message id of ordinary length as it is', () => {
@@ -37,5 +46,36 @@ describe('taskTurnKey and taskThread', () => {
       { key: taskTurnKey('task-1', message), thread: 'a2a:ctx-1' },
       { key: `a2a:task-1:${message}`, thread: 'a2a:ctx-1' },
     ]);
+  });
+});
+
+describe('the turn of a message that makes a task', () => {
+  it('is looked up nowhere a daemon before an upgrade journaled turns, whatever its ids: the task is new', async () => {
+    const dir = await makeTempDir('loom-a2a-turn-key-');
+    // The kernel's look-ups of a turn by its key, as the server asks them.
+    const looked: string[] = [];
+    const counting = (kernel: Kernel): Kernel =>
+      new Proxy(kernel, {
+        get: (target, property, receiver): unknown =>
+          property === 'keyedTurn'
+            ? (...args: Parameters<Kernel['keyedTurn']>) => {
+                looked.push(args[1]);
+                return target.keyedTurn(...args);
+              }
+            : Reflect.get(target, property, receiver),
+      });
+    const harness = await startA2a(dir.path, { kernel: counting });
+    try {
+      await harness.host.kernel.spawn(manifest(agentToml('echo', model.url)));
+      model.script([{ text: 'Hello.' }]);
+      const sent = textMessage('Hi');
+      const [messageId, contextId] = [`m-${'x'.repeat(200)}`, `c-${'y'.repeat(200)}`];
+      const task = (await (await a2aClient(harness.url, 'echo', 'none')).sendMessage({ ...sent, message: { ...sent.message, messageId, contextId } })) as Task;
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(looked).toEqual([]);
+    } finally {
+      await harness.close();
+      await dir.remove();
+    }
   });
 });
