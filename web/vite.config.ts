@@ -11,8 +11,8 @@ const ROUTE_TABLE = normalizePath(fileURLToPath(new URL('../src/wire/routes.ts',
  * method, path and answer's media), the type `pathOf` and `apiClient` (src/wire/api-client.ts)
  * take, so they cannot read more than the bundle holds without `tsc` failing. The table's prose
  * and the zod schemas of its bodies and queries (with zod itself, 110 kB) stay out; the
- * dashboard's sources are still type-checked against the whole table (`tsc -p web`:
- * test/web/web-typecheck.test.ts).
+ * dashboard's sources are still type-checked against the whole table (`npm run typecheck` runs
+ * `tsc -p web/tsconfig.json`).
  */
 function routeTable(): Plugin {
   const routes = Object.fromEntries(Object.entries(API).map(([name, route]) => [name, wireRoute(route)]));

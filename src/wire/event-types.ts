@@ -30,7 +30,7 @@ export const EVENT_TYPES = {
   'tool-demote': 'a forged tool was demoted a tier',
   'tool-retire': 'a forged tool was retired with its session',
   'tool-sandbox-fail': 'a forged tool failed in its sandbox (a limit, an oversized output, a refused bridge call)',
-  'package-fire': "a package's trigger fired: a run started",
+  'package-fire': "a package's trigger fired and a run's activities started or resumed (a heartbeat's run checking whether its state changed has none yet)",
   'package-activity-start': "a run's activity started",
   'package-activity-finish': "a run's activity ended",
   'package-notify': 'an activity failed and its owner is notified',
