@@ -6,6 +6,8 @@ interface RunningTurns {
   tail: Promise<unknown>;
   /** Turns running or waiting, to abort when the agent is killed or suspended. */
   controllers: Set<AbortController>;
+  /** Each of those turns, settled (never rejected) when it ends: what `idle` waits for. */
+  ends: Set<Promise<void>>;
 }
 
 /**
@@ -25,7 +27,7 @@ export class AgentTurns {
   async run<T>(agentId: string, signal: AbortSignal | undefined, turn: (signal: AbortSignal) => Promise<T>): Promise<T> {
     let state = this.#agents.get(agentId);
     if (state === undefined) {
-      state = { tail: Promise.resolve(), controllers: new Set() };
+      state = { tail: Promise.resolve(), controllers: new Set(), ends: new Set() };
       this.#agents.set(agentId, state);
     }
     const controller = new AbortController();
@@ -41,11 +43,17 @@ export class AgentTurns {
       return turn(combined);
     })();
     state.tail = run.catch(() => undefined);
+    const ended = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    state.ends.add(ended);
     try {
       return await run;
     } finally {
       unlink();
       state.controllers.delete(controller);
+      state.ends.delete(ended);
       if (state.controllers.size === 0 && this.#agents.get(agentId) === state) this.#agents.delete(agentId);
     }
   }
@@ -55,9 +63,14 @@ export class AgentTurns {
     for (const controller of this.#agents.get(agentId)?.controllers ?? []) controller.abort(reason);
   }
 
-  /** Resolves once no agent has a turn running or queued. */
+  /**
+   * Resolves once no agent has a turn running or queued. It waits for every turn, not for the queue's
+   * tail: a turn queued behind a running one and aborted while it waits settles the tail first, and
+   * waiting for a settled tail again and again would run on microtasks alone, so that the running
+   * turn's timers and I/O never came.
+   */
   async idle(): Promise<void> {
-    while (this.#agents.size > 0) await Promise.all([...this.#agents.values()].map((state) => state.tail));
+    while (this.#agents.size > 0) await Promise.all([...this.#agents.values()].flatMap((state) => [...state.ends]));
   }
 
   /** Whether the agent has a turn running or queued. */
