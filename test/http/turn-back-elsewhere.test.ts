@@ -8,12 +8,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { ConfigSchema } from '../../src/config/index.ts';
 import { createHttpApp, type RunningHttpServer, startHttpServer } from '../../src/http/index.ts';
-import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
+import type { Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
-import { createCostCatalog, createModelResolver } from '../../src/models/index.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/index.ts';
 import { useScriptedModelServer } from '../support/use-scripted-model-server.ts';
-import { buildKernel, makeTempDir, manifest } from '../support/test-kernel.ts';
+import { bootLeasingKernel } from '../support/cluster-node.ts';
+import { makeTempDir, manifest } from '../support/test-kernel.ts';
 import { agentToml, readSse, type SseEvent, sseText } from './api-harness.ts';
 
 const model = useScriptedModelServer();
@@ -56,21 +56,7 @@ afterEach(async () => {
 /** Node `id` on the database of the test, booted: it leases its turns, as a node on PostgreSQL does. */
 async function startNode(id: string): Promise<Node> {
   const store: SqliteStore = openSqliteStore({ path: `${dir.path}/loom.db` });
-  const kernel = buildKernel({
-    store,
-    clock,
-    ids: createUuidGenerator(),
-    logger: createSilentLogger(),
-    runtime: {
-      resolver: createModelResolver({ env: { OPENAI_API_KEY: 'test' } }),
-      costs: createCostCatalog(),
-      tools: [],
-      env: {},
-      workspaceOf: (agent) => `${dir.path}/workspaces/${agent.name}`,
-    },
-    node: { id, find: () => Promise.resolve(undefined), othersAlive: () => Promise.resolve(true), leasesTurns: true },
-  });
-  await kernel.boot();
+  const kernel = await bootLeasingKernel(store, id, clock, { workspaces: `${dir.path}/workspaces` });
   const app = createHttpApp({ kernel, config: ConfigSchema.parse(KEYS.config), env: KEYS.env, clock, logger: createSilentLogger() });
   const server: RunningHttpServer = await startHttpServer(app, { host: '127.0.0.1', port: 0 });
   let closed = false;

@@ -1,4 +1,4 @@
-import type { Tool } from '../../src/contracts/index.ts';
+import type { Store, Tool } from '../../src/contracts/index.ts';
 import { createFakeClock, type FakeClock } from '../../src/clock/index.ts';
 import { createUuidGenerator, type Kernel } from '../../src/kernel/index.ts';
 import { createSilentLogger } from '../../src/logging/index.ts';
@@ -23,6 +23,29 @@ export interface ClusterNode {
 export async function openClusterNode(url: string, id: string, options: { clock?: FakeClock; tools?: readonly Tool<never>[] } = {}): Promise<ClusterNode> {
   const store = await openPostgresStore({ url, origin: id });
   const clock = options.clock ?? createFakeClock();
+  const kernel = await bootLeasingKernel(store, id, clock, { tools: options.tools ?? [] });
+  return {
+    kernel,
+    store,
+    clock,
+    close: async () => {
+      await kernel.shutdown();
+      await store.close();
+    },
+  };
+}
+
+/**
+ * A kernel on `store`, booted as a node of a cluster (`id`) boots it: it leases the turns it runs
+ * and takes other nodes for alive; its agents call their models through the provider clients, its
+ * workspaces under `workspaces`.
+ */
+export async function bootLeasingKernel(
+  store: Store,
+  id: string,
+  clock: FakeClock,
+  options: { tools?: readonly Tool<never>[]; workspaces?: string } = {},
+): Promise<Kernel> {
   const kernel = buildKernel({
     store,
     clock,
@@ -33,18 +56,10 @@ export async function openClusterNode(url: string, id: string, options: { clock?
       costs: createCostCatalog(),
       tools: options.tools ?? [],
       env: {},
-      workspaceOf: (agent) => `/tmp/loom-test-workspaces/${agent.name}`,
+      workspaceOf: (agent) => `${options.workspaces ?? '/tmp/loom-test-workspaces'}/${agent.name}`,
     },
     node: { id, find: () => Promise.resolve(undefined), othersAlive: () => Promise.resolve(true), leasesTurns: true },
   });
   await kernel.boot();
-  return {
-    kernel,
-    store,
-    clock,
-    close: async () => {
-      await kernel.shutdown();
-      await store.close();
-    },
-  };
+  return kernel;
 }
