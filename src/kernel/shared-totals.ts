@@ -39,7 +39,7 @@ interface LogRead {
 }
 
 /** An account whose total is asked, and whether that total would refuse the call (then read again when in doubt). */
-export interface Asked {
+interface Asked {
   account: string;
   refuses?: (total: Spent) => boolean;
 }
